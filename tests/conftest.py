@@ -1,0 +1,79 @@
+"""Shared helpers: load a variant script as a module, run it as a process."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# variant name -> script. Every test parametrized over VARIANTS runs once per script.
+SCRIPTS = {
+    "jax_linen": "ppo_jax_linen.py",
+}
+VARIANTS = list(SCRIPTS)
+
+# A short config that still exercises every part of an iteration (3 iterations of 8x32).
+SHORT = ["--num-envs", "8", "--num-steps", "32", "--num-minibatches", "4", "--update-epochs", "2",
+         "--total-timesteps", str(3 * 8 * 32)]
+
+_modules = {}
+
+
+def load(variant: str):
+    """Import a variant script as a module (once per test process)."""
+    if variant not in _modules:
+        path = ROOT / SCRIPTS[variant]
+        spec = importlib.util.spec_from_file_location(f"benchback_{variant}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _modules[variant] = module
+    return _modules[variant]
+
+
+def run_script(variant: str, *flags: str, cwd: Path, timeout: float = 600):
+    """Run a variant's CLI in `cwd`; returns the CompletedProcess."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.run([sys.executable, str(ROOT / SCRIPTS[variant]), *flags], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def read_json(path: Path) -> dict:
+    with open(path) as f:
+        return json.load(f)
+
+
+@pytest.fixture(params=VARIANTS)
+def variant(request):
+    return request.param
+
+
+def to_native(variant: str, x):
+    """A NumPy array as the variant's framework array (on the CPU)."""
+    if variant.startswith("torch"):
+        import torch
+        return torch.as_tensor(x)
+    import jax.numpy as jnp
+    return jnp.asarray(x)
+
+
+def to_numpy(x):
+    import numpy as np
+    return x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
+
+
+def loss_and_output_grads(variant: str, module, logits, value, mb, args):
+    """ppo_loss and the gradient of its total with respect to the network outputs."""
+    if variant.startswith("torch"):
+        logits, value = logits.clone().requires_grad_(), value.clone().requires_grad_()
+        loss, info = module.ppo_loss(logits, value, mb, args)
+        loss.backward()
+        return loss, info, (logits.grad, value.grad)
+    import jax
+    (loss, info), grads = jax.value_and_grad(lambda l, v: module.ppo_loss(l, v, mb, args), argnums=(0, 1),
+                                             has_aux=True)(logits, value)
+    return loss, info, grads

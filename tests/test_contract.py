@@ -1,0 +1,142 @@
+"""The contract every variant script shares: flags, the schema-1 JSON, TensorBoard, bad input."""
+
+import dataclasses
+import datetime
+import subprocess
+
+import numpy as np
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from conftest import ROOT, SHORT, load, read_json, run_script
+
+SCHEMA_KEYS = {
+    "schema_version", "variant", "status", "env_id", "hidden", "seed", "args", "device", "versions",
+    "git_commit", "matmul_precision", "param_count", "env_steps", "grad_steps", "sync_timing",
+    "setup_duration", "iteration_durations", "rollout_durations", "update_durations", "total_duration",
+    "compiles_after_first_iteration", "episodic_return", "final_return", "timestamp",
+}
+TENSORBOARD_TAGS = {
+    "charts/episodic_return", "charts/episodic_length", "charts/learning_rate", "charts/SPS",
+    "losses/value_loss", "losses/policy_loss", "losses/entropy", "losses/old_approx_kl",
+    "losses/approx_kl", "losses/clipfrac", "losses/explained_variance",
+}
+
+
+def mlp_params(sizes):
+    return sum(i * o + o for i, o in zip(sizes[:-1], sizes[1:]))
+
+
+def check_record(record, variant, *, env_id, hidden, seed, iterations, batch, grad_steps_per_iteration,
+                 sync_timing, obs_dim, num_actions, episodes_finish=True):
+    assert set(record) == SCHEMA_KEYS
+    module = load(variant)
+    assert record["schema_version"] == 1
+    assert record["variant"] == variant == module.VARIANT
+    assert record["status"] == "ok"
+    assert record["env_id"] == env_id
+    assert record["hidden"] == list(hidden)
+    assert record["seed"] == seed
+    assert set(record["args"]) == {f.name for f in dataclasses.fields(module.Args)}
+    assert record["args"]["env_id"] == env_id and record["args"]["sync_timing"] == sync_timing
+    assert record["device"] == "cpu"  # the test machine has no GPU
+    assert {"python", "jax", "jaxlib", "flax", "optax", "gymnax", "numpy"} <= set(record["versions"])
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    assert record["git_commit"] == (head.stdout.strip() if head.returncode == 0 else None)
+    assert record["matmul_precision"] == "highest"
+    expected_params = mlp_params([obs_dim, *hidden, num_actions]) + mlp_params([obs_dim, *hidden, 1])
+    assert record["param_count"] == expected_params
+    assert record["env_steps"] == iterations * batch
+    assert record["grad_steps"] == iterations * grad_steps_per_iteration
+    assert record["sync_timing"] is sync_timing
+    durations = record["iteration_durations"]
+    assert len(durations) == iterations and all(d > 0 for d in durations)
+    assert record["setup_duration"] > 0
+    assert record["total_duration"] >= record["setup_duration"] + sum(durations)
+    if sync_timing:
+        for part in ("rollout_durations", "update_durations"):
+            assert len(record[part]) == iterations and all(d > 0 for d in record[part])
+        assert all(r + u <= d for r, u, d in zip(record["rollout_durations"], record["update_durations"], durations))
+    else:
+        assert record["rollout_durations"] is None and record["update_durations"] is None
+    assert record["compiles_after_first_iteration"] == 0
+    returns = record["episodic_return"]
+    assert len(returns) == iterations
+    if not episodes_finish:
+        assert returns == [None] * iterations and record["final_return"] is None
+        return datetime.datetime.strptime(record["timestamp"], "%Y-%m-%dT%H:%M:%S%z")
+    finished = [r for r in returns if r is not None]
+    assert finished and all(r > 0 for r in finished)  # CartPole pays +1 per step
+    assert record["final_return"] is not None and min(finished) <= record["final_return"] <= max(finished)
+    datetime.datetime.strptime(record["timestamp"], "%Y-%m-%dT%H:%M:%S%z")
+
+
+def test_cli_smoke_run_writes_schema_1_json_and_tensorboard(variant, tmp_path):
+    out = tmp_path / "out" / "result.json"
+    proc = run_script(variant, *SHORT, "--hidden", "32,16", "--seed", "3", "--json-out", str(out), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    progress = [line for line in proc.stdout.splitlines() if line.startswith("iteration ")]
+    assert len(progress) == 3 and "SPS" in progress[0] and "return" in progress[0]
+    check_record(read_json(out), variant, env_id="CartPole-v1", hidden=(32, 16), seed=3, iterations=3, batch=256,
+                 grad_steps_per_iteration=8, sync_timing=False, obs_dim=4, num_actions=2)
+    assert [p.name for p in out.parent.iterdir()] == ["result.json"]  # no temporary file left behind
+
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert run_dir.name.startswith(f"CartPole-v1__{load(variant).Args().exp_name}__3__")
+    events = EventAccumulator(str(run_dir))
+    events.Reload()
+    tags = set(events.Tags()["tensors"]) | set(events.Tags()["scalars"])
+    assert TENSORBOARD_TAGS | {"hyperparameters"} <= tags
+
+
+def test_sync_timing_times_rollout_and_update_separately(variant, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    module = load(variant)
+    args = module.Args(env_id="Acrobot-v1", tensorboard=False, quiet=True, sync_timing=True, hidden="16",
+                       num_envs=4, num_steps=16, num_minibatches=2, update_epochs=1, total_timesteps=4 * 16 * 3)
+    record = module.train(args)
+    # An untrained Acrobot episode lasts 500 steps: none finishes in 48, so every return is null.
+    check_record(record, variant, env_id="Acrobot-v1", hidden=(16,), seed=1, iterations=3, batch=64,
+                 grad_steps_per_iteration=2, sync_timing=True, obs_dim=6, num_actions=3, episodes_finish=False)
+    assert list(tmp_path.iterdir()) == []  # --no-tensorboard and no --json-out: nothing written
+
+
+BAD_INPUTS = [
+    (["--env-id", "NoSuchEnv-v0"], "unknown --env-id 'NoSuchEnv-v0'; valid ids: CartPole-v1"),
+    (["--env-id", "Pendulum-v1"], "only discrete-action environments are supported"),
+    (["--env-id", "MNISTBandit-bsuite"], "downloads MNIST"),
+    (["--num-minibatches", "7"], "not divisible by --num-minibatches 7"),
+    (["--hidden", ""], "--hidden"),
+    (["--hidden", "64,,64"], "--hidden"),
+    (["--hidden", "64,0"], "--hidden"),
+    (["--total-timesteps", "100"], "--total-timesteps 100 is smaller than one batch"),
+    (["--num-envs", "0"], "--num-envs must be positive"),
+    (["--num-steps", "-1"], "--num-steps must be positive"),
+    (["--update-epochs", "0"], "--update-epochs must be positive"),
+    (["--num-minibatches", "0"], "--num-minibatches must be positive"),
+]
+
+
+@pytest.mark.parametrize("flags,message", BAD_INPUTS, ids=[" ".join(f) for f, _ in BAD_INPUTS])
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(variant, flags, message, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code = load(variant).main([*flags, "--json-out", str(tmp_path / "x.json")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert "\n" not in err and err.startswith("error: ") and message in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_input_from_the_shell_exits_2(variant, tmp_path):
+    proc = run_script(variant, "--env-id", "Pendulum-v1", "--json-out", "x.json", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "discrete" in proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_help_documents_every_flag(variant, tmp_path):
+    proc = run_script(variant, "--help", cwd=tmp_path)
+    assert proc.returncode == 0
+    for field in dataclasses.fields(load(variant).Args):
+        flag = "--" + field.name.replace("_", "-")
+        assert flag in proc.stdout, flag
