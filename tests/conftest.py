@@ -14,8 +14,12 @@ ROOT = Path(__file__).resolve().parent.parent
 # variant name -> script. Every test parametrized over VARIANTS runs once per script.
 SCRIPTS = {
     "jax_linen": "ppo_jax_linen.py",
+    "jax_nnx": "ppo_jax_nnx.py",
+    "linen_nojit": "ppo_linen_nojit.py",
+    "torch": "ppo_torch.py",
+    "torch_compile": "ppo_torch_compile.py",
 }
-VARIANTS = list(SCRIPTS)
+VARIANTS = [v for v, script in SCRIPTS.items() if (ROOT / script).exists()]
 
 # A short config that still exercises every part of an iteration (3 iterations of 8x32).
 SHORT = ["--num-envs", "8", "--num-steps", "32", "--num-minibatches", "4", "--update-epochs", "2",

@@ -40,7 +40,8 @@ def check_record(record, variant, *, env_id, hidden, seed, iterations, batch, gr
     assert set(record["args"]) == {f.name for f in dataclasses.fields(module.Args)}
     assert record["args"]["env_id"] == env_id and record["args"]["sync_timing"] == sync_timing
     assert record["device"] == "cpu"  # the test machine has no GPU
-    assert {"python", "jax", "jaxlib", "flax", "optax", "gymnax", "numpy"} <= set(record["versions"])
+    expected_versions = {"python", "jax", "jaxlib", "flax", "optax", "gymnax", "numpy"}
+    assert expected_versions | ({"torch"} if variant.startswith("torch") else set()) <= set(record["versions"])
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     assert record["git_commit"] == (head.stdout.strip() if head.returncode == 0 else None)
     assert record["matmul_precision"] == "highest"
