@@ -141,3 +141,11 @@ def test_help_documents_every_flag(variant, tmp_path):
     for field in dataclasses.fields(load(variant).Args):
         flag = "--" + field.name.replace("_", "-")
         assert flag in proc.stdout, flag
+
+
+def test_readme_flag_table_covers_every_flag(variant):
+    readme = (ROOT / "README.md").read_text()
+    table = [line for line in readme.splitlines() if line.startswith("| `--")]
+    for field in dataclasses.fields(load(variant).Args):
+        flag = "--" + field.name.replace("_", "-")
+        assert any(f"`{flag}`" in row or f"`{flag}/" in row for row in table), flag
