@@ -81,3 +81,22 @@ def loss_and_output_grads(variant: str, module, logits, value, mb, args):
     (loss, info), grads = jax.value_and_grad(lambda l, v: module.ppo_loss(l, v, mb, args), argnums=(0, 1),
                                              has_aux=True)(logits, value)
     return loss, info, grads
+
+
+# The smoke run: one short CLI run per variant, shared by the contract and equivalence tests.
+SMOKE_FLAGS = [*SHORT, "--hidden", "32,16", "--seed", "3"]
+
+
+@pytest.fixture(scope="session")
+def smoke(tmp_path_factory):
+    """smoke(variant) -> (CompletedProcess, its working directory, its JSON path); run once."""
+    done = {}
+
+    def get(variant):
+        if variant not in done:
+            cwd = tmp_path_factory.mktemp(variant)
+            out = cwd / "out" / "result.json"
+            done[variant] = (run_script(variant, *SMOKE_FLAGS, "--json-out", str(out), cwd=cwd), cwd, out)
+        return done[variant]
+
+    return get

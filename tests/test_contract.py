@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from conftest import ROOT, SHORT, load, read_json, run_script
+from conftest import ROOT, load, read_json, run_script
 
 SCHEMA_KEYS = {
     "schema_version", "variant", "status", "env_id", "hidden", "seed", "args", "device", "versions",
@@ -72,9 +72,8 @@ def check_record(record, variant, *, env_id, hidden, seed, iterations, batch, gr
     datetime.datetime.strptime(record["timestamp"], "%Y-%m-%dT%H:%M:%S%z")
 
 
-def test_cli_smoke_run_writes_schema_1_json_and_tensorboard(variant, tmp_path):
-    out = tmp_path / "out" / "result.json"
-    proc = run_script(variant, *SHORT, "--hidden", "32,16", "--seed", "3", "--json-out", str(out), cwd=tmp_path)
+def test_cli_smoke_run_writes_schema_1_json_and_tensorboard(variant, smoke):
+    proc, cwd, out = smoke(variant)
     assert proc.returncode == 0, proc.stderr
     progress = [line for line in proc.stdout.splitlines() if line.startswith("iteration ")]
     assert len(progress) == 3 and "SPS" in progress[0] and "return" in progress[0]
@@ -82,7 +81,7 @@ def test_cli_smoke_run_writes_schema_1_json_and_tensorboard(variant, tmp_path):
                  grad_steps_per_iteration=8, sync_timing=False, obs_dim=4, num_actions=2)
     assert [p.name for p in out.parent.iterdir()] == ["result.json"]  # no temporary file left behind
 
-    (run_dir,) = (tmp_path / "runs").iterdir()
+    (run_dir,) = (cwd / "runs").iterdir()
     assert run_dir.name.startswith(f"CartPole-v1__{load(variant).Args().exp_name}__3__")
     events = EventAccumulator(str(run_dir))
     events.Reload()
