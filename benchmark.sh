@@ -1,0 +1,397 @@
+#!/usr/bin/env bash
+# benchback sweep: every PPO variant script over environments x model sizes x repeats.
+#
+#   bash benchmark.sh                                # the original study's GPU sweep (--preset full)
+#   bash benchmark.sh --preset cpu                   # the same experiments, about 1 hour on 2 CPU cores
+#   bash benchmark.sh --preset quick --out /tmp/q    # a smoke test, under 3 minutes on 2 CPU cores
+#   bash benchmark.sh --preset learn                 # every variant learns CartPole-v1 (3 seeds)
+#   bash benchmark.sh --preset full --variants jax_linen,torch --sizes s --dry-run
+#   python plot.py benchmark_out/cpu                 # figures and summary.md from the JSON
+#
+# Each run is its own process writing one JSON record (schema 1) to OUT/EXPERIMENT/NAME.json, where
+# NAME = VARIANT__ENV__SIZE[__nNUM_ENVS]__seedSEED. Rerunning the same command resumes: runs whose
+# JSON exists and parses are skipped, and the scripts write their JSON atomically, so a killed sweep
+# loses only the run in flight. A run that crashes, times out or runs out of memory leaves a failure
+# record (status "failed", the command, exit code, stderr tail) in its place and the sweep goes on.
+#
+# Experiments (the issue's numbering):
+#   overall  (1) async timing, the headline durations and pairwise speedups
+#   sync     (2) --sync-timing: rollout (with GAE) and update timed apart
+#   compile  (3) compilation on/off. linen vs linen_nojit and torch_compile vs torch are variants of
+#                "overall"; nnx's switch is a flag, so this adds the nnx runs without cached_partial
+#   scaling  (4) --num-envs sweep on CartPole-v1 with the small model: cost vs amount of work
+#   learn        CartPole-v1, each script's default config, to show every variant learns (issue 6)
+#
+# Environment: PYTHON (default python3) is the interpreter the variant scripts run under.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PYTHON=${PYTHON:-python3}
+
+ALL_VARIANTS=(jax_linen jax_nnx linen_nojit torch torch_compile)
+declare -A SCRIPT=([jax_linen]=ppo_jax_linen.py [jax_nnx]=ppo_jax_nnx.py [linen_nojit]=ppo_linen_nojit.py
+                   [torch]=ppo_torch.py [torch_compile]=ppo_torch_compile.py)
+declare -A HIDDEN=([s]=64,64 [m]=256,256,256 [l]=1024,1024,1024,1024,1024,1024)
+STUDY_ENVS=(CartPole-v1 Acrobot-v1 MountainCar-v0 DiscountingChain-bsuite MemoryChain-bsuite
+            UmbrellaChain-bsuite BernoulliBandit-misc GaussianBandit-misc Asterix-MinAtar
+            Breakout-MinAtar Freeway-MinAtar SpaceInvaders-MinAtar)
+ALL_EXPERIMENTS=(overall sync compile scaling learn)
+
+usage() {
+  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
+  cat <<'EOF'
+Options:
+  --preset NAME        quick | cpu | full | learn (default full)
+  --out DIR            output directory (default benchmark_out/PRESET)
+  --variants LIST      comma-separated, from: jax_linen,jax_nnx,linen_nojit,torch,torch_compile
+  --envs LIST          gymnax ids for overall, sync and compile (scaling and learn use CartPole-v1)
+  --sizes LIST         from s (64,64), m (256x3), l (1024x6)
+  --repeats N          seeds 1..N for every run
+  --experiments LIST   from overall,sync,compile,scaling,learn
+  --timeout SECONDS    per-run time limit (default: the preset's)
+  --retry-failed       rerun runs whose record is a failure record (default: keep it, skip the run)
+  --dry-run            print the plan and what is already done; run nothing
+  -h, --help           this help
+--variants/--envs/--sizes replace the preset's lists in every experiment that uses them, including
+the experiments the preset restricts to fewer variants, envs or sizes to save time.
+EOF
+}
+
+die() { echo "benchmark.sh: $*" >&2; exit 2; }
+
+# ---------------------------------------------------------------- presets
+# Every preset keeps the original study's iteration (32 envs x 256 steps, 8 minibatches, 10 epochs)
+# unless it says otherwise, so per-iteration times stay comparable; presets differ in how many
+# iterations, environments, sizes and repeats they can afford. RESTRICT["EXPERIMENT:DIM"] narrows
+# one experiment's variants/envs/sizes where the whole grid would cost too much.
+declare -A RESTRICT=()
+NUM_ENVS=32 NUM_STEPS=256 NUM_MINIBATCHES=8 UPDATE_EPOCHS=10
+
+preset_full() {
+  VARIANTS=("${ALL_VARIANTS[@]}") ENVS=("${STUDY_ENVS[@]}") SIZES=(s m l) REPEATS=3
+  ITERATIONS=100 EXPERIMENTS=(overall sync compile scaling)
+  SCALING_NUM_ENVS=(32 64 128 256 512 1024 2048 4096) SCALING_ITERATIONS=20
+  TIMEOUT=7200
+}
+
+preset_cpu() {
+  # Sized for about an hour on 2 cores: the large model (1024x6) costs minutes per iteration
+  # here, so sizes are s and m; 10 iterations still give the 8-end window of the overhead plot.
+  VARIANTS=("${ALL_VARIANTS[@]}") SIZES=(s m) REPEATS=1
+  ENVS=(CartPole-v1 MountainCar-v0 UmbrellaChain-bsuite Breakout-MinAtar SpaceInvaders-MinAtar)
+  ITERATIONS=10 EXPERIMENTS=(overall sync compile scaling)
+  RESTRICT[sync:envs]="CartPole-v1 Breakout-MinAtar"
+  RESTRICT[compile:sizes]="s"
+  SCALING_NUM_ENVS=(32 128 512 2048) SCALING_ITERATIONS=3
+  TIMEOUT=1200
+}
+
+preset_quick() {
+  # A smoke test of every experiment: a tiny iteration, so process start-up and compilation
+  # dominate; the timings mean nothing.
+  VARIANTS=("${ALL_VARIANTS[@]}") ENVS=(CartPole-v1) SIZES=(s) REPEATS=1
+  NUM_ENVS=8 NUM_STEPS=32 NUM_MINIBATCHES=4 UPDATE_EPOCHS=2 ITERATIONS=3
+  EXPERIMENTS=(overall sync compile scaling)
+  RESTRICT[sync:variants]="jax_linen torch" RESTRICT[scaling:variants]="jax_linen torch"
+  SCALING_NUM_ENVS=(8 32) SCALING_ITERATIONS=2
+  TIMEOUT=300
+}
+
+preset_learn() {
+  # Issue 6: each script's default config (819200 steps on CartPole-v1), seeds 1-3.
+  VARIANTS=("${ALL_VARIANTS[@]}") ENVS=(CartPole-v1) SIZES=(s) REPEATS=3
+  ITERATIONS=100 EXPERIMENTS=(learn)
+  TIMEOUT=3600
+}
+
+# ---------------------------------------------------------------- arguments
+PRESET=full OUT= DRY_RUN=0 RETRY_FAILED=0
+USER_VARIANTS= USER_ENVS= USER_SIZES= USER_REPEATS= USER_EXPERIMENTS= USER_TIMEOUT=
+
+parse_args() {
+  while (($#)); do
+    case $1 in
+      --preset|--out|--variants|--envs|--sizes|--repeats|--experiments|--timeout)
+        (($# >= 2)) || die "$1 needs a value"
+        case $1 in
+          --preset) PRESET=$2 ;; --out) OUT=$2 ;; --variants) USER_VARIANTS=$2 ;; --envs) USER_ENVS=$2 ;;
+          --sizes) USER_SIZES=$2 ;; --repeats) USER_REPEATS=$2 ;; --experiments) USER_EXPERIMENTS=$2 ;;
+          --timeout) USER_TIMEOUT=$2 ;;
+        esac
+        shift 2 ;;
+      --dry-run) DRY_RUN=1; shift ;;
+      --retry-failed) RETRY_FAILED=1; shift ;;
+      -h|--help) usage; exit 0 ;;
+      *) die "unknown argument '$1' (see --help)" ;;
+    esac
+  done
+}
+
+# in_list WORD LIST...: is WORD one of LIST?
+in_list() { local w=$1 x; shift; for x; do [[ $x == "$w" ]] && return 0; done; return 1; }
+
+# split_checked NAME TEXT ALLOWED...: the comma-separated TEXT into array NAME, each item one of ALLOWED.
+split_checked() {
+  local -n into=$1; local text=$2 item; shift 2
+  IFS=, read -ra into <<<"$text"
+  ((${#into[@]})) || die "empty list"
+  for item in "${into[@]}"; do
+    (($# == 0)) || in_list "$item" "$@" || die "unknown value '$item'; valid: $*"
+  done
+}
+
+configure() {
+  declare -F "preset_$PRESET" >/dev/null || die "unknown preset '$PRESET'; valid: quick cpu full learn"
+  "preset_$PRESET"
+  # A list given on the command line replaces the preset's list and its restrictions of that kind.
+  local key
+  if [[ -n $USER_VARIANTS ]]; then split_checked VARIANTS "$USER_VARIANTS" "${ALL_VARIANTS[@]}"; unset_restrictions variants; fi
+  if [[ -n $USER_ENVS ]]; then split_checked ENVS "$USER_ENVS"; unset_restrictions envs; fi
+  if [[ -n $USER_SIZES ]]; then split_checked SIZES "$USER_SIZES" "${!HIDDEN[@]}"; unset_restrictions sizes; fi
+  [[ -n $USER_EXPERIMENTS ]] && split_checked EXPERIMENTS "$USER_EXPERIMENTS" "${ALL_EXPERIMENTS[@]}"
+  if [[ -n $USER_REPEATS ]]; then
+    [[ $USER_REPEATS =~ ^[1-9][0-9]*$ ]] || die "--repeats must be a positive integer; got '$USER_REPEATS'"
+    REPEATS=$USER_REPEATS
+  fi
+  if [[ -n $USER_TIMEOUT ]]; then
+    [[ $USER_TIMEOUT =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive integer (seconds); got '$USER_TIMEOUT'"
+    TIMEOUT=$USER_TIMEOUT
+  fi
+  OUT=$(realpath -m "${OUT:-benchmark_out/$PRESET}")  # absolute: the runs get it in --json-out
+
+  local v present=()
+  for v in "${VARIANTS[@]}"; do
+    if [[ -f $ROOT/${SCRIPT[$v]} ]]; then present+=("$v")
+    else echo "skipping variant $v: $ROOT/${SCRIPT[$v]} does not exist yet"; fi
+  done
+  VARIANTS=("${present[@]}")
+}
+
+unset_restrictions() {
+  local key
+  for key in "${!RESTRICT[@]}"; do [[ $key == *:$1 ]] && unset "RESTRICT[$key]"; done
+  return 0
+}
+
+# allowed EXPERIMENT DIM ITEMS...: the ITEMS the preset allows in that experiment, one per line.
+allowed() {
+  local only=${RESTRICT[$1:$2]-} x; shift 2
+  for x; do [[ -z $only || " $only " == *" $x "* ]] && echo "$x"; done
+  return 0
+}
+
+# ---------------------------------------------------------------- the plan
+# One entry per run in parallel arrays; R_FLAGS holds flags without spaces, split when run.
+R_NAME=() R_EXP=() R_VARIANT=() R_ENV=() R_SIZE=() R_SEED=() R_FLAGS=()
+
+# add_run EXP VARIANT TAG ENV SIZE SEED NUM_ENVS ITERATIONS FLAGS: NUM_ENVS empty = script defaults.
+add_run() {
+  local exp=$1 variant=$2 tag=$3 env=$4 size=$5 seed=$6 num_envs=$7 iterations=$8 flags=$9
+  local name="${exp}/${variant}${tag}__${env}__${size}"
+  if [[ -n $num_envs ]]; then
+    [[ $exp == scaling ]] && name+=$(printf '__n%04d' "$num_envs")
+    flags+=" --num-envs $num_envs --num-steps $NUM_STEPS --num-minibatches $NUM_MINIBATCHES"
+    flags+=" --update-epochs $UPDATE_EPOCHS --total-timesteps $((num_envs * NUM_STEPS * iterations))"
+  fi
+  R_NAME+=("${name}__seed${seed}") R_EXP+=("$exp") R_VARIANT+=("$variant") R_ENV+=("$env")
+  R_SIZE+=("$size") R_SEED+=("$seed") R_FLAGS+=("$flags")
+}
+
+# grid EXP TAG FLAGS: the experiment's variants (those TAG applies to) x envs x sizes x seeds.
+grid() {
+  local exp=$1 tag=$2 flags=$3 v env size seed
+  for v in $(allowed "$exp" variants "${VARIANTS[@]}"); do
+    [[ $tag != +nocache || $v == jax_nnx ]] || continue  # only nnx has cached_partial to switch off
+    for env in $(allowed "$exp" envs "${ENVS[@]}"); do
+      for size in $(allowed "$exp" sizes "${SIZES[@]}"); do
+        for ((seed = 1; seed <= REPEATS; seed++)); do
+          add_run "$exp" "$v" "$tag" "$env" "$size" "$seed" "$NUM_ENVS" "$ITERATIONS" "$flags"
+        done
+      done
+    done
+  done
+}
+
+make_plan() {
+  local exp v n seed
+  for exp in "${EXPERIMENTS[@]}"; do
+    case $exp in
+      overall) grid overall "" "" ;;
+      sync) grid sync "" "--sync-timing" ;;
+      compile) grid compile +nocache "--no-cached-partial" ;;
+      scaling)
+        for v in $(allowed scaling variants "${VARIANTS[@]}"); do
+          for n in "${SCALING_NUM_ENVS[@]}"; do
+            for ((seed = 1; seed <= REPEATS; seed++)); do
+              add_run scaling "$v" "" CartPole-v1 s "$seed" "$n" "$SCALING_ITERATIONS" ""
+            done
+          done
+        done ;;
+      learn)
+        for v in $(allowed learn variants "${VARIANTS[@]}"); do
+          for ((seed = 1; seed <= REPEATS; seed++)); do add_run learn "$v" "" CartPole-v1 s "$seed" "" "" ""; done
+        done ;;
+    esac
+  done
+}
+
+# ---------------------------------------------------------------- running
+# record_status FILE: ok | failed | corrupt | missing. Only "ok" and (without --retry-failed)
+# "failed" count as done; a corrupt file is run again and replaced.
+record_status() {
+  [[ -e $1 ]] || { echo missing; return; }
+  "$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1])).get("status", "corrupt"))' "$1" \
+    2>/dev/null || echo corrupt
+}
+
+is_done() {
+  [[ $1 == ok || ($1 == failed && $RETRY_FAILED == 0) ]]
+}
+
+now_s() { local t=${EPOCHREALTIME//[!0-9]/}; echo $((t / 1000000)); }  # locale-proof: digits only
+hms() { printf '%d:%02d:%02d' $(($1 / 3600)) $(($1 % 3600 / 60)) $(($1 % 60)); }
+
+# write_failure FILE REASON EXIT_CODE DURATION STDERR_FILE INDEX COMMAND...: the failure record.
+write_failure() {
+  local file=$1 reason=$2 code=$3 duration=$4 stderr_file=$5 i=$6; shift 6
+  "$PYTHON" - "$file" "$reason" "$code" "$duration" "$TIMEOUT" "$stderr_file" "${R_EXP[i]}" "${R_VARIANT[i]}" \
+    "${R_ENV[i]}" "${HIDDEN[${R_SIZE[i]}]}" "${R_SEED[i]}" "$@" <<'EOF'
+import json, os, sys, tempfile, time
+path, reason, code, duration, limit, stderr_file, experiment, variant, env_id, hidden, seed, *command = sys.argv[1:]
+try:
+    with open(stderr_file, errors="replace") as f:
+        tail = f.read()[-4000:]
+except OSError:
+    tail = ""
+record = {
+    "schema_version": 1, "status": "failed", "reason": reason, "exit_code": int(code),
+    "experiment": experiment, "variant": variant, "env_id": env_id,
+    "hidden": [int(h) for h in hidden.split(",")], "seed": int(seed),
+    "duration": int(duration), "timeout_s": int(limit), "command": command, "stderr_tail": tail,
+    "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+}
+fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".json")
+with os.fdopen(fd, "w") as f:
+    json.dump(record, f, indent=1)
+os.replace(tmp, path)
+EOF
+}
+
+# run_one INDEX: run it under the time limit; print the outcome; on failure write the record.
+CHILD=
+run_one() {
+  local i=$1 file="$OUT/${R_NAME[$1]}.json" log="$OUT/logs/${R_NAME[$1]}"
+  local variant=${R_VARIANT[i]}
+  # shellcheck disable=SC2206  # R_FLAGS holds space-free flags; splitting them is intended
+  local cmd=("$PYTHON" "$ROOT/${SCRIPT[$variant]}" --env-id "${R_ENV[i]}" --hidden "${HIDDEN[${R_SIZE[i]}]}"
+             --seed "${R_SEED[i]}" --exp-name "${R_EXP[i]}" --json-out "$file" --no-tensorboard --quiet ${R_FLAGS[i]})
+  mkdir -p "$(dirname "$file")" "$(dirname "$log")"
+  local start rc=0 duration reason
+  start=$(now_s)
+  # In the background so that a signal to this script is handled at once (see on_signal), not
+  # after the run. --foreground keeps the run in our process group, so killing the group (a
+  # crash, a CI job cancelled) kills the run too rather than leaving it behind; the run is
+  # killed 30 s after its limit if it ignores the TERM.
+  timeout --foreground --kill-after=30 "$TIMEOUT" "${cmd[@]}" >"$log.stdout" 2>"$log.stderr" &
+  CHILD=$!
+  wait "$CHILD" || rc=$?
+  CHILD=
+  duration=$(($(now_s) - start))
+  if ((rc == 0)) && [[ $(record_status "$file") == ok ]]; then
+    echo "ok in ${duration}s"; return 0
+  fi
+  if ((rc == 0)); then reason="no-result"  # exited cleanly without a valid JSON record
+  elif ((rc == 124 || duration >= TIMEOUT)); then reason="timeout"
+  elif ((rc == 2)); then reason="usage"
+  elif ((rc == 137)) || grep -qiE 'out of memory|RESOURCE_EXHAUSTED|MemoryError|OutOfMemory' "$log.stderr"; then
+    reason="oom"  # 137 = SIGKILL, which is what the kernel's OOM killer sends
+  else reason="crash"; fi
+  write_failure "$file" "$reason" "$rc" "$duration" "$log.stderr" "$i" "${cmd[@]}" || echo -n "(failure record not written) "
+  echo "FAILED ($reason, exit code $rc) in ${duration}s: see $log.stderr"
+  return 1
+}
+
+RAN=0 SKIPPED=0 FAILED=0 OLD_FAILED=0 FAILURES=()
+
+summary() {
+  echo "summary: ran $RAN, skipped $SKIPPED (already done), failed $FAILED; results in $OUT"
+  ((OLD_FAILED == 0)) || echo "  $OLD_FAILED of the skipped are failure records from before; --retry-failed reruns them"
+  local f; for f in "${FAILURES[@]}"; do echo "  failed: $f"; done
+  return 0
+}
+
+on_signal() {
+  trap - INT TERM
+  if [[ -n $CHILD ]]; then kill -TERM "$CHILD" 2>/dev/null || true; wait "$CHILD" 2>/dev/null || true; fi
+  echo
+  echo "interrupted: the run in flight was stopped and wrote nothing; rerun the same command to resume"
+  summary
+  exit 130
+}
+
+measure_env_costs() {
+  # The env-complexity x-axis of plot.py, at the training --num-envs of the timing experiments.
+  local exp envs=()
+  for exp in overall sync compile; do
+    in_list "$exp" "${EXPERIMENTS[@]}" || continue
+    mapfile -t -O "${#envs[@]}" envs < <(allowed "$exp" envs "${ENVS[@]}")
+  done
+  ((${#envs[@]})) || return 0
+  mapfile -t envs < <(printf '%s\n' "${envs[@]}" | sort -u)
+  local rc=0
+  "$PYTHON" "$ROOT/env_cost.py" --out "$OUT/env_cost.json" --num-envs "$NUM_ENVS" "${envs[@]}" || rc=$?
+  ((rc != 2)) || die "bad --envs (see the error above); nothing was run"
+  ((rc == 0)) || echo "warning: env_cost.py failed (exit code $rc); plot.py will order environments by name"
+}
+
+main() {
+  parse_args "$@"
+  configure
+  make_plan
+  local total=${#R_NAME[@]} i status k todo=() done_count=0
+  echo "benchback sweep: preset $PRESET, $total runs, out $OUT, per-run limit ${TIMEOUT}s"
+  local statuses=()
+  for i in "${!R_NAME[@]}"; do
+    status=$(record_status "$OUT/${R_NAME[i]}.json")
+    statuses+=("$status")
+    if is_done "$status"; then ((++done_count)); else todo+=("$i"); fi
+  done
+
+  if ((DRY_RUN)); then
+    local exp
+    for exp in "${ALL_EXPERIMENTS[@]}"; do
+      k=0; for i in "${!R_NAME[@]}"; do [[ ${R_EXP[i]} == "$exp" ]] && ((++k)); done
+      ((k == 0)) || echo "  $exp: $k runs"
+    done
+    for i in "${!R_NAME[@]}"; do
+      printf '[%d/%d] %-8s %s  %s\n' $((i + 1)) "$total" "${statuses[i]}" "${R_NAME[i]}" "${R_FLAGS[i]# }"
+    done
+    echo "plan: $total runs, $done_count already done, ${#todo[@]} to run"
+    return 0
+  fi
+
+  # The scripts' atomic writes leave .tmp-* files only if killed mid-write; they are never results.
+  mkdir -p "$OUT"
+  find "$OUT" -name '.tmp-*.json' -delete
+  trap on_signal INT TERM
+  measure_env_costs
+
+  local t0 elapsed eta n_ran=0
+  t0=$(now_s)
+  for i in "${!R_NAME[@]}"; do
+    status=${statuses[i]}
+    if is_done "$status"; then
+      ((++SKIPPED)); [[ $status == failed ]] && ((++OLD_FAILED)); continue
+    fi
+    elapsed=$(($(now_s) - t0))
+    # Remaining time: mean duration of the runs so far times the runs still to do.
+    if ((n_ran)); then eta=$(hms $((elapsed * (${#todo[@]} - n_ran) / n_ran))); else eta="?"; fi
+    printf '[%d/%d] elapsed %s, remaining ~%s  %s ... ' $((i + 1)) "$total" "$(hms "$elapsed")" "$eta" "${R_NAME[i]}"
+    if run_one "$i"; then ((++RAN)); else ((++FAILED)); FAILURES+=("${R_NAME[i]}"); fi
+    ((++n_ran))
+  done
+  summary
+  ((FAILED == 0))
+}
+
+main "$@"

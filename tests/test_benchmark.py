@@ -1,0 +1,187 @@
+"""benchmark.sh: the plan, the quick preset end to end, resuming after a kill, failure records.
+
+The bookkeeping tests run a fake variant (tests/fixtures/fake_variant.py) through a PYTHON
+wrapper, so they take seconds; the quick-preset test runs the real jax_linen script.
+"""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, VARIANTS
+
+BENCHMARK = ROOT / "benchmark.sh"
+FAKE = ROOT / "tests" / "fixtures" / "fake_variant.py"
+
+
+def sweep(*flags, env=None, timeout=600):
+    return subprocess.run(["bash", str(BENCHMARK), *flags], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "PYTHON": sys.executable, **(env or {})})
+
+
+def fake_python(tmp_path: Path) -> str:
+    """An interpreter for benchmark.sh that runs the fake variant in place of any ppo_*.py script."""
+    wrapper = tmp_path / "fake-python"
+    wrapper.write_text(f'#!/bin/sh\ncase "$1" in */ppo_*.py) exec "{sys.executable}" "{FAKE}" "$@";; esac\n'
+                       f'exec "{sys.executable}" "$@"\n')
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+def run_files(out: Path) -> dict:
+    """{name relative to out: record} of every run JSON; fails on a file that does not parse."""
+    return {str(p.relative_to(out)): json.loads(p.read_text()) for p in out.rglob("*.json")
+            if p.name != "env_cost.json" and not p.name.startswith(".")}
+
+
+def summary(stdout: str) -> tuple[int, int, int]:
+    ran, skipped, failed = re.search(r"summary: ran (\d+), skipped (\d+) .*, failed (\d+)", stdout).groups()
+    return int(ran), int(skipped), int(failed)
+
+
+# Scaling runs need no env-cost timing (no jax start-up): the fastest plan for bookkeeping tests.
+FAKE_PLAN = ["--preset", "quick", "--experiments", "scaling", "--variants", "jax_linen"]
+
+
+def expected_fake_names(repeats):
+    return {f"scaling/jax_linen__CartPole-v1__s__n{n:04d}__seed{seed}.json" for n in (8, 32)
+            for seed in range(1, repeats + 1)}
+
+
+def test_dry_run_plans_the_issue_sweeps_and_writes_nothing(tmp_path):
+    out = tmp_path / "out"
+    full = sweep("--dry-run", "--out", str(out))  # no --preset: `bash benchmark.sh` is the full sweep
+    assert full.returncode == 0, full.stderr
+    n = len(VARIANTS)
+    nnx = int("jax_nnx" in VARIANTS)
+    # 12 envs x 3 sizes x 3 repeats for overall and sync; nnx without cached_partial; 8 num_envs x 3 repeats
+    assert f"overall: {n * 12 * 3 * 3} runs" in full.stdout and f"sync: {n * 12 * 3 * 3} runs" in full.stdout
+    assert (f"compile: {12 * 3 * 3} runs" in full.stdout) == bool(nnx)
+    assert f"scaling: {n * 8 * 3} runs" in full.stdout
+    assert f"plan: {n * (2 * 108 + 24) + nnx * 108} runs, 0 already done" in full.stdout
+    assert "overall/jax_linen__SpaceInvaders-MinAtar__l__seed3" in full.stdout
+    learn = sweep("--preset", "learn", "--dry-run", "--out", str(out))
+    assert f"learn: {3 * n} runs" in learn.stdout
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--preset", "huge"], "unknown preset"),
+    (["--variants", "jax_linen,tensorflow"], "unknown value 'tensorflow'"),
+    (["--sizes", "xl"], "unknown value 'xl'"),
+    (["--repeats", "0"], "--repeats must be a positive integer"),
+    (["--bogus"], "unknown argument"),
+])
+def test_bad_arguments_exit_2_with_a_message(flags, message, tmp_path):
+    proc = sweep(*flags, "--dry-run", "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2 and message in proc.stderr
+
+
+def test_quick_preset_produces_every_file_then_resumes_and_plots(tmp_path):
+    out = tmp_path / "quick"
+    proc = sweep("--preset", "quick", "--out", str(out), "--variants", "jax_linen")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    expected = {"overall/jax_linen__CartPole-v1__s__seed1.json", "sync/jax_linen__CartPole-v1__s__seed1.json",
+                "scaling/jax_linen__CartPole-v1__s__n0008__seed1.json",
+                "scaling/jax_linen__CartPole-v1__s__n0032__seed1.json"}
+    records = run_files(out)
+    assert set(records) == expected
+    for name, record in records.items():
+        experiment = name.split("/")[0]
+        assert record["status"] == "ok" and record["args"]["exp_name"] == experiment
+        assert record["sync_timing"] is (experiment == "sync")
+        assert len(record["iteration_durations"]) == (2 if experiment == "scaling" else 3)
+    assert records["scaling/jax_linen__CartPole-v1__s__n0032__seed1.json"]["args"]["num_envs"] == 32
+    costs = json.loads((out / "env_cost.json").read_text())
+    assert costs["num_envs"] == 8 and costs["envs"]["CartPole-v1"]["median_s"] > 0
+    assert summary(proc.stdout) == (4, 0, 0)
+    assert re.search(r"\[4/4\] elapsed \d+:\d\d:\d\d, remaining ~\d+:\d\d:\d\d  scaling/", proc.stdout)
+
+    again = sweep("--preset", "quick", "--out", str(out), "--variants", "jax_linen")
+    assert again.returncode == 0 and summary(again.stdout) == (0, 4, 0)
+    assert run_files(out) == records  # nothing was run again
+
+    plot = subprocess.run([sys.executable, str(ROOT / "plot.py"), str(out)], capture_output=True, text=True)
+    assert plot.returncode == 0, plot.stderr
+    assert {"duration.png", "speedup.png", "scaling.png", "rollout_update.png"} <= {p.name for p in out.glob("*.png")}
+    assert (out / "summary.md").exists()
+
+
+def test_killed_sweep_resumes_with_every_run_exactly_once(tmp_path):
+    out, repeats = tmp_path / "out", 6
+    expected = expected_fake_names(repeats)
+    flags = ["bash", str(BENCHMARK), *FAKE_PLAN, "--repeats", str(repeats), "--out", str(out)]
+    env = {**os.environ, "PYTHON": fake_python(tmp_path), "FAKE_SLEEP": "0.3"}
+
+    def start_and_kill(after: int, kill):
+        """Start the sweep, wait until `after` runs have written their JSON, then kill it."""
+        proc = subprocess.Popen(flags, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        deadline = time.monotonic() + 120
+        while len(run_files(out)) < after and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() is None, "the sweep ended before it could be killed"
+        kill(proc)
+        stdout, _ = proc.communicate(timeout=60)
+        return proc.returncode, stdout
+
+    # Interrupted as by Ctrl-C or `kill`: the run in flight is stopped too and writes nothing later.
+    code, stdout = start_and_kill(3, lambda p: p.send_signal(signal.SIGTERM))
+    assert code == 130 and "interrupted" in stdout
+    done = run_files(out)
+    time.sleep(1)  # longer than a fake run: an orphaned run would have written by now
+    assert run_files(out) == done and 3 <= len(done) < len(expected)
+
+    # Killed outright with its whole process group, as by a crash or a cancelled CI job.
+    code, _ = start_and_kill(len(done) + 2, lambda p: os.killpg(p.pid, signal.SIGKILL))
+    assert code == -signal.SIGKILL
+    done = run_files(out)
+    assert len(done) < len(expected)
+    # What a kill at the worst moment could leave: a stray temporary file, a truncated result.
+    (out / "scaling" / ".tmp-abc123.json").write_text('{"status": "o')
+    truncated = sorted(done)[0]
+    (out / truncated).write_text('{"status": "ok", "iteration_')
+
+    final = subprocess.run(flags, env=env, capture_output=True, text=True, timeout=120)
+    assert final.returncode == 0, final.stdout + final.stderr
+    records = run_files(out)  # every file parses
+    assert set(records) == expected
+    assert all(r["status"] == "ok" for r in records.values())
+    assert not list(out.rglob(".tmp-*"))
+    # Finished runs were skipped, not run again; only the truncated one and the missing ones ran.
+    assert all(records[name] == done[name] for name in done if name != truncated)
+    assert summary(final.stdout) == (len(expected) - len(done) + 1, len(done) - 1, 0)
+
+
+def test_failing_runs_are_recorded_and_the_sweep_goes_on(tmp_path):
+    out = tmp_path / "out"
+    flags = [*FAKE_PLAN, "--repeats", "4", "--timeout", "2", "--out", str(out)]
+    env = {"PYTHON": fake_python(tmp_path), "FAKE_CRASH_SEED": "2", "FAKE_HANG_SEED": "3", "FAKE_KILL_SEED": "4"}
+    proc = sweep(*flags, env=env)
+    assert proc.returncode == 1
+    assert summary(proc.stdout) == (2, 0, 6)  # seed 1 ran for both num_envs, after and between failures
+    records = run_files(out)
+    assert set(records) == expected_fake_names(4)
+    by_seed = {seed: [r for name, r in records.items() if name.endswith(f"seed{seed}.json")] for seed in range(1, 5)}
+    assert all(r["status"] == "ok" for r in by_seed[1])
+    for seed, reason, code in [(2, "crash", 1), (3, "timeout", 124), (4, "oom", 137)]:
+        for record in by_seed[seed]:
+            assert record["status"] == "failed" and record["reason"] == reason and record["exit_code"] == code
+            assert record["seed"] == seed and record["variant"] == "jax_linen" and record["timeout_s"] == 2
+            assert record["command"][1].endswith("ppo_jax_linen.py") and "--json-out" in record["command"]
+    assert all("RuntimeError: fake crash of seed 2" in r["stderr_tail"] for r in by_seed[2])
+    assert "FAILED (crash, exit code 1)" in proc.stdout and "failed: scaling/jax_linen__CartPole-v1__s__n0032__seed4" in proc.stdout
+
+    # A rerun keeps the failure records; --retry-failed runs them again (now without faults).
+    again = sweep(*flags, env={"PYTHON": env["PYTHON"]})
+    assert again.returncode == 0 and summary(again.stdout) == (0, 8, 0) and "6 of the skipped" in again.stdout
+    retried = sweep(*flags, "--retry-failed", env={"PYTHON": env["PYTHON"]})
+    assert retried.returncode == 0 and summary(retried.stdout) == (6, 2, 0)
+    assert all(r["status"] == "ok" for r in run_files(out).values())

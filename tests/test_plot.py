@@ -1,0 +1,162 @@
+"""plot.py on synthetic run records whose ratios are known: the tables must give those ratios back."""
+
+import importlib.util
+import json
+import math
+import re
+
+import pytest
+
+from conftest import ROOT
+
+spec = importlib.util.spec_from_file_location("benchback_plot", ROOT / "plot.py")
+plot = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(plot)
+
+ENVS = {"CartPole-v1": 100e-6, "Acrobot-v1": 200e-6, "Breakout-MinAtar": 400e-6}  # env step cost (s)
+HIDDEN = {"s": [64, 64], "m": [256, 256, 256]}
+BASE = {"s": 10.0, "m": 40.0}  # total duration of jax_linen, seconds
+# Each variant's time relative to jax_linen, per env (in ENVS order).
+FACTOR = {"jax_linen": [1, 1, 1], "jax_nnx": [1.25] * 3, "linen_nojit": [4] * 3, "torch": [1, 2, 8],
+          "torch_compile": [2, 2, 2], "jax_nnx+nocache": [3.75] * 3}
+ITERATIONS = 12
+PNGS = {"duration.png", "speedup.png", "overhead.png", "rollout_update.png", "compilation.png", "scaling.png",
+        "learning_curves.png", "learn.png"}
+
+
+def record(experiment, variant, env, size, seed, *, total, iteration, num_envs=32, sync=False, returns=None,
+           final=None):
+    """A schema-1 record: iteration 0 takes 30x `iteration`, iterations 1-7 take it, 8-end half of it."""
+    durations = [30 * iteration] + [iteration] * 7 + [iteration / 2] * (ITERATIONS - 8)
+    args = {"exp_name": experiment, "num_envs": num_envs, "num_steps": 256}
+    if variant.startswith("jax_nnx"):
+        args["cached_partial"] = variant == "jax_nnx"
+    return {
+        "schema_version": 1, "variant": variant.split("+")[0], "status": "ok", "env_id": env,
+        "hidden": HIDDEN[size], "seed": seed, "args": args, "device": "cpu",
+        "versions": {"python": "3.11", "jax": "0.10.2"}, "sync_timing": sync,
+        "env_steps": ITERATIONS * num_envs * 256, "setup_duration": 1.0,
+        "iteration_durations": durations,
+        "rollout_durations": [d * 0.75 for d in durations] if sync else None,
+        "update_durations": [d * 0.25 for d in durations] if sync else None,
+        "total_duration": total, "compiles_after_first_iteration": 0,
+        "episodic_return": returns or [None, *[10.0 * (i + 1) for i in range(ITERATIONS - 1)]],
+        "final_return": final,
+    }
+
+
+def write(directory, name, content):
+    path = directory / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+
+
+@pytest.fixture
+def sweep_dir(tmp_path):
+    d = tmp_path / "sweep"
+    write(d, "env_cost.json", {"num_envs": 32, "host": {"cpu_count": 2, "machine": "x86_64"},
+                               "envs": {env: {"median_s": cost} for env, cost in ENVS.items()}})
+    for (variant, factors), (i, env), size, seed in [(vf, ie, z, s) for vf in FACTOR.items() for ie in enumerate(ENVS)
+                                                     for z in HIDDEN for s in (1, 2)]:
+        experiment = "compile" if variant == "jax_nnx+nocache" else "overall"
+        # seeds 0.9x and 1.1x: their median is exactly BASE * factor
+        total = BASE[size] * factors[i] * (0.9 if seed == 1 else 1.1)
+        write(d, f"{experiment}/{variant}__{env}__{size}__seed{seed}.json",
+              record(experiment, variant, env, size, seed, total=total, iteration=0.1 * factors[i]))
+    for variant in ("jax_linen", "torch"):
+        write(d, f"sync/{variant}__CartPole-v1__s__seed1.json",
+              record("sync", variant, "CartPole-v1", "s", 1, total=1, iteration=0.2, sync=True))
+        for num_envs in (32, 128):  # steady iteration 0.1 s at 32 envs, 0.2 s at 128
+            write(d, f"scaling/{variant}__CartPole-v1__s__n{num_envs:04d}__seed1.json",
+                  record("scaling", variant, "CartPole-v1", "s", 1, total=1, iteration=num_envs / 320, num_envs=num_envs))
+    for variant in plot.SPEEDUP_VARIANTS:
+        for seed in (1, 2, 3):
+            final = 400.0 if (variant, seed) == ("torch", 2) else 480.0 + seed
+            write(d, f"learn/{variant}__CartPole-v1__s__seed{seed}.json",
+                  record("learn", variant, "CartPole-v1", "s", seed, total=1, iteration=0.1, final=final,
+                         returns=[20.0 * (i + 1) + seed for i in range(ITERATIONS)]))
+    # What plot.py must skip with a warning: a failure record, a file cut short, a temporary file.
+    write(d, "overall/torch__Freeway-MinAtar__l__seed1.json",
+          {"schema_version": 1, "status": "failed", "reason": "oom", "exit_code": 137})
+    write(d, "overall/torch__Freeway-MinAtar__m__seed1.json", '{"schema_version": 1, "stat')
+    write(d, "overall/.tmp-xyz.json", "{")
+    return d
+
+
+def tables(summary: str) -> dict:
+    """{section heading: [row cells]} for every markdown table (header and separator left out)."""
+    result, heading = {}, None
+    for line in summary.splitlines():
+        if line.startswith("#"):
+            heading = line.lstrip("# ")
+        elif line.startswith("|") and not line.startswith("|---"):
+            result.setdefault(heading, []).append([c.strip() for c in line.strip("|").split("|")])
+    return {k: rows[1:] for k, rows in result.items()}
+
+
+def row(rows, *keys):
+    matches = [r for r in rows if r[:len(keys)] == list(keys)]
+    assert len(matches) == 1, (keys, rows)
+    return matches[0][len(keys):]
+
+
+def close(cell, value):
+    return math.isclose(float(cell), value, rel_tol=5e-3)
+
+
+def test_plot_reproduces_known_ratios_and_writes_every_png(sweep_dir, tmp_path, capsys):
+    out = tmp_path / "figures"
+    assert plot.main([str(sweep_dir), "--out", str(out)]) == 0
+    assert {p.name for p in out.glob("*.png")} == PNGS
+    assert all((out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for png in PNGS)
+    warnings = capsys.readouterr().err
+    assert "torch__Freeway-MinAtar__l__seed1.json: failure record" in warnings
+    assert "torch__Freeway-MinAtar__m__seed1.json: does not parse" in warnings
+    summary = (out / "summary.md").read_text()
+    assert "Device: cpu, 2 CPU cores" in summary and "failed: overall/torch__Freeway-MinAtar__l__seed1.json: oom" in summary
+    t = tables(summary)
+
+    # Pairwise speedups, per size: jax_linen vs torch is 1, 2, 8 over the envs.
+    for size in HIDDEN:
+        for metric in ("Speedup, total duration", "Speedup, steady-state iteration (median of iterations 1-end)"):
+            geomean, median, low, high, n = row(t[metric], size, "jax_linen", "torch")
+            assert close(geomean, 16 ** (1 / 3)) and close(median, 2) and close(low, 1) and close(high, 8) and n == "3"
+            assert close(row(t[metric], size, "jax_linen", "jax_nnx")[0], 1.25)
+            assert close(row(t[metric], size, "jax_nnx", "torch")[0], 16 ** (1 / 3) / 1.25)
+            assert close(row(t[metric], size, "torch", "torch_compile")[1], 1)  # median of 2, 1, 0.25
+    assert len(t["Speedup, total duration"]) == 2 * 10  # every pair of the five variants, per size
+    assert close(row(t["Total duration by environment cost"], "Breakout-MinAtar", "m")[3], 40 * 8)  # torch
+
+    # Overhead windows of jax_linen (factor 1): iteration 0 = 3 s, 1-7 = 0.1 s, 8-end = 0.05 s.
+    assert [float(c) for c in row(t["Overhead: iteration 0 vs 1-7 vs 8-end"], "s", "jax_linen")] == [3, 0.1, 0.05]
+    rollout, update, share = row(t["Rollout vs update (--sync-timing)"], "s", "torch")
+    assert close(rollout, 0.15) and close(update, 0.05) and close(share, 0.75)
+
+    compile_rows = t["Compilation on/off"]
+    assert close(row(compile_rows, "m", "jax_linen", "linen_nojit", "total")[0], 4)
+    assert close(row(compile_rows, "s", "jax_nnx", "jax_nnx+nocache", "steady")[0], 3)
+    assert close(row(compile_rows, "s", "torch_compile", "torch", "total")[0], 2 ** (1 / 3))  # of 0.5, 1, 4
+
+    # 32 envs x 256 steps in a 0.1 s iteration; 4x the envs in 4x the time: the same rate.
+    assert [float(c) for c in row(t["Scaling with --num-envs"], "torch")] == pytest.approx([81920, 81920], rel=5e-3)
+
+    learn = t["Every variant learns CartPole-v1 (learn preset)"]
+    assert row(learn, "jax_linen") == ["481", "482", "483", "yes"]
+    assert row(learn, "torch") == ["481", "400", "483", "no"]
+
+
+def test_plot_writes_into_dir_by_default_and_draws_what_it_has(tmp_path):
+    d = tmp_path / "only_overall"
+    write(d, "overall/jax_linen__CartPole-v1__s__seed1.json",
+          record("overall", "jax_linen", "CartPole-v1", "s", 1, total=5, iteration=0.1))
+    assert plot.main([str(d)]) == 0  # no env_cost.json: environments by name
+    assert {"duration.png", "overhead.png", "learning_curves.png"} <= {p.name for p in d.glob("*.png")}
+    assert "learn.png" not in {p.name for p in d.glob("*.png")}
+    assert "No runs for this section." in (d / "summary.md").read_text()
+
+
+@pytest.mark.parametrize("make", [lambda p: p / "missing", lambda p: p, lambda p: write(p, "a.json", "{") or p])
+def test_plot_fails_clearly_on_a_missing_or_empty_dir(make, tmp_path, capsys):
+    assert plot.main([str(make(tmp_path))]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: ") and ("not a directory" in err[-1] or "no run records" in err[-1])
