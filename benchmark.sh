@@ -27,6 +27,10 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PYTHON=${PYTHON:-python3}
+# Every run compiles from cold, as JAX does by default (its persistent compilation cache is off):
+# torch.compile would otherwise reuse kernels cached on disk by earlier runs, and its iteration 0
+# would measure the cache, not the compiler.
+export TORCH_COMPILE_FORCE_DISABLE_CACHES=1
 
 ALL_VARIANTS=(jax_linen jax_nnx linen_nojit torch torch_compile)
 declare -A SCRIPT=([jax_linen]=ppo_jax_linen.py [jax_nnx]=ppo_jax_nnx.py [linen_nojit]=ppo_linen_nojit.py
@@ -40,6 +44,7 @@ ALL_EXPERIMENTS=(overall sync compile scaling learn)
 usage() {
   sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
   cat <<'EOF'
+
 Options:
   --preset NAME        quick | cpu | full | learn (default full)
   --out DIR            output directory (default benchmark_out/PRESET)
@@ -75,14 +80,15 @@ preset_full() {
 }
 
 preset_cpu() {
-  # Sized for about an hour on 2 cores: the large model (1024x6) costs minutes per iteration
-  # here, so sizes are s and m; 10 iterations still give the 8-end window of the overhead plot.
+  # About 50 minutes on a quiet 2-core machine (measured per variant, then summed). The large model
+  # (1024x6) costs minutes per iteration here, so sizes are s and m; linen_nojit (eager, ~10 s per
+  # iteration) is over half the total. 10 iterations still give the overhead plot its 8-end
+  # window; the four envs span the env-cost axis (MountainCar cheapest, Freeway dearest).
   VARIANTS=("${ALL_VARIANTS[@]}") SIZES=(s m) REPEATS=1
-  ENVS=(CartPole-v1 MountainCar-v0 UmbrellaChain-bsuite Breakout-MinAtar SpaceInvaders-MinAtar)
+  ENVS=(MountainCar-v0 CartPole-v1 Breakout-MinAtar Freeway-MinAtar)
   ITERATIONS=10 EXPERIMENTS=(overall sync compile scaling)
-  RESTRICT[sync:envs]="CartPole-v1 Breakout-MinAtar"
-  RESTRICT[compile:sizes]="s"
-  SCALING_NUM_ENVS=(32 128 512 2048) SCALING_ITERATIONS=3
+  RESTRICT[sync:envs]="CartPole-v1"
+  SCALING_NUM_ENVS=(32 256 2048) SCALING_ITERATIONS=3
   TIMEOUT=1200
 }
 
@@ -92,7 +98,7 @@ preset_quick() {
   VARIANTS=("${ALL_VARIANTS[@]}") ENVS=(CartPole-v1) SIZES=(s) REPEATS=1
   NUM_ENVS=8 NUM_STEPS=32 NUM_MINIBATCHES=4 UPDATE_EPOCHS=2 ITERATIONS=3
   EXPERIMENTS=(overall sync compile scaling)
-  RESTRICT[sync:variants]="jax_linen torch" RESTRICT[scaling:variants]="jax_linen torch"
+  RESTRICT[sync:variants]="jax_linen torch" RESTRICT[scaling:variants]="jax_linen"
   SCALING_NUM_ENVS=(8 32) SCALING_ITERATIONS=2
   TIMEOUT=300
 }
@@ -197,11 +203,10 @@ add_run() {
   R_SIZE+=("$size") R_SEED+=("$seed") R_FLAGS+=("$flags")
 }
 
-# grid EXP TAG FLAGS: the experiment's variants (those TAG applies to) x envs x sizes x seeds.
+# grid EXP TAG FLAGS VARIANT...: those variants x envs x sizes x seeds, as the preset allows.
 grid() {
-  local exp=$1 tag=$2 flags=$3 v env size seed
-  for v in $(allowed "$exp" variants "${VARIANTS[@]}"); do
-    [[ $tag != +nocache || $v == jax_nnx ]] || continue  # only nnx has cached_partial to switch off
+  local exp=$1 tag=$2 flags=$3 v env size seed; shift 3
+  for v in $(allowed "$exp" variants "$@"); do
     for env in $(allowed "$exp" envs "${ENVS[@]}"); do
       for size in $(allowed "$exp" sizes "${SIZES[@]}"); do
         for ((seed = 1; seed <= REPEATS; seed++)); do
@@ -216,9 +221,10 @@ make_plan() {
   local exp v n seed
   for exp in "${EXPERIMENTS[@]}"; do
     case $exp in
-      overall) grid overall "" "" ;;
-      sync) grid sync "" "--sync-timing" ;;
-      compile) grid compile +nocache "--no-cached-partial" ;;
+      overall) grid overall "" "" "${VARIANTS[@]}" ;;
+      sync) grid sync "" --sync-timing "${VARIANTS[@]}" ;;
+      compile)  # only nnx has cached_partial to switch off
+        if in_list jax_nnx "${VARIANTS[@]}"; then grid compile +nocache --no-cached-partial jax_nnx; fi ;;
       scaling)
         for v in $(allowed scaling variants "${VARIANTS[@]}"); do
           for n in "${SCALING_NUM_ENVS[@]}"; do

@@ -303,14 +303,15 @@ def plot_compilation(runs, out):
             pairs = [(on, off) for on, off in COMPILE_PAIRS if (on, off, size, metric) in results]
             geo = [np.exp(np.mean(np.log(results[(on, off, size, metric)]))) for on, off in pairs]
             bars = ax.bar(np.arange(len(pairs)) + 0.4 * j, geo, 0.4, label=f"{metric} (geomean over envs)")
-            ax.bar_label(bars, fmt="%.2f", fontsize=7)
+            ax.bar_label(bars, fmt="%.3g", fontsize=7)
             ax.set_xticks(np.arange(len(pairs)) + 0.2, [f"{on}\nvs {off}" for on, off in pairs], fontsize=7)
         ax.axhline(1, color="gray", lw=0.8, ls="--")
         ax.set(ylabel="time(not compiled) / time(compiled)", title=f"Compilation on/off, size {size}")
         ax.set_yscale("log")
         ax.legend(fontsize=7)
     rows = [[size, on, off, metric, fmt(np.exp(np.mean(np.log(r))), 3), fmt(np.median(r), 3), len(r)]
-            for (on, off, size, metric), r in results.items()]
+            for size, (on, off), metric in itertools.product(sizes, COMPILE_PAIRS, metrics)
+            for r in [results.get((on, off, size, metric))] if r]
     return [save(fig, out, "compilation.png"),
             "Speedup from compilation = time(not compiled) / time(compiled) per environment; total = whole run, "
             "steady = median iteration 1-end:", "",
@@ -334,7 +335,7 @@ def plot_scaling(runs, out):
     ax.set_yscale("log")
     ax.legend(fontsize=7)
     num_envs = sorted({k[1] for k in sps})
-    rows = [[v, *[fmt(sps.get((v, n)), 3) for n in num_envs]] for v in variants]
+    rows = [[v, *[f"{sps[(v, n)]:.0f}" if (v, n) in sps else "n/a" for n in num_envs]] for v in variants]
     return [save(fig, out, "scaling.png"),
             "Env steps per second (batch / median iteration time, iterations 1-end), median over seeds:", "",
             table(["variant", *[f"{n} envs" for n in num_envs]], rows)]
