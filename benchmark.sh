@@ -69,14 +69,16 @@ die() { echo "benchmark.sh: $*" >&2; exit 2; }
 # unless it says otherwise, so per-iteration times stay comparable; presets differ in how many
 # iterations, environments, sizes and repeats they can afford. RESTRICT["EXPERIMENT:DIM"] narrows
 # one experiment's variants/envs/sizes where the whole grid would cost too much.
+# The defaults are the full sweep's; each preset overrides what it changes.
 declare -A RESTRICT=()
-NUM_ENVS=32 NUM_STEPS=256 NUM_MINIBATCHES=8 UPDATE_EPOCHS=10
+VARIANTS=("${ALL_VARIANTS[@]}") ENVS=("${STUDY_ENVS[@]}") SIZES=(s m l) REPEATS=3
+NUM_ENVS=32 NUM_STEPS=256 NUM_MINIBATCHES=8 UPDATE_EPOCHS=10 ITERATIONS=100
+EXPERIMENTS=(overall sync compile scaling)
+SCALING_NUM_ENVS=(32 64 128 256 512 1024 2048 4096) SCALING_ITERATIONS=20  # throughput needs few iterations
+TIMEOUT=7200
 
 preset_full() {
-  VARIANTS=("${ALL_VARIANTS[@]}") ENVS=("${STUDY_ENVS[@]}") SIZES=(s m l) REPEATS=3
-  ITERATIONS=100 EXPERIMENTS=(overall sync compile scaling)
-  SCALING_NUM_ENVS=(32 64 128 256 512 1024 2048 4096) SCALING_ITERATIONS=20
-  TIMEOUT=7200
+  :  # the defaults above: the original study's GPU sweep
 }
 
 preset_cpu() {
@@ -84,9 +86,8 @@ preset_cpu() {
   # (1024x6) costs minutes per iteration here, so sizes are s and m; linen_nojit (eager, ~10 s per
   # iteration) is over half the total. 10 iterations still give the overhead plot its 8-end
   # window; the four envs span the env-cost axis (MountainCar cheapest, Freeway dearest).
-  VARIANTS=("${ALL_VARIANTS[@]}") SIZES=(s m) REPEATS=1
+  SIZES=(s m) REPEATS=1 ITERATIONS=10
   ENVS=(MountainCar-v0 CartPole-v1 Breakout-MinAtar Freeway-MinAtar)
-  ITERATIONS=10 EXPERIMENTS=(overall sync compile scaling)
   RESTRICT[sync:envs]="CartPole-v1"
   SCALING_NUM_ENVS=(32 256 2048) SCALING_ITERATIONS=3
   TIMEOUT=1200
@@ -95,9 +96,8 @@ preset_cpu() {
 preset_quick() {
   # A smoke test of every experiment: a tiny iteration, so process start-up and compilation
   # dominate; the timings mean nothing.
-  VARIANTS=("${ALL_VARIANTS[@]}") ENVS=(CartPole-v1) SIZES=(s) REPEATS=1
+  ENVS=(CartPole-v1) SIZES=(s) REPEATS=1
   NUM_ENVS=8 NUM_STEPS=32 NUM_MINIBATCHES=4 UPDATE_EPOCHS=2 ITERATIONS=3
-  EXPERIMENTS=(overall sync compile scaling)
   RESTRICT[sync:variants]="jax_linen torch" RESTRICT[scaling:variants]="jax_linen"
   SCALING_NUM_ENVS=(8 32) SCALING_ITERATIONS=2
   TIMEOUT=300
@@ -105,9 +105,7 @@ preset_quick() {
 
 preset_learn() {
   # Issue 6: each script's default config (819200 steps on CartPole-v1), seeds 1-3.
-  VARIANTS=("${ALL_VARIANTS[@]}") ENVS=(CartPole-v1) SIZES=(s) REPEATS=3
-  ITERATIONS=100 EXPERIMENTS=(learn)
-  TIMEOUT=3600
+  EXPERIMENTS=(learn) TIMEOUT=3600
 }
 
 # ---------------------------------------------------------------- arguments
@@ -150,11 +148,10 @@ configure() {
   declare -F "preset_$PRESET" >/dev/null || die "unknown preset '$PRESET'; valid: quick cpu full learn"
   "preset_$PRESET"
   # A list given on the command line replaces the preset's list and its restrictions of that kind.
-  local key
   if [[ -n $USER_VARIANTS ]]; then split_checked VARIANTS "$USER_VARIANTS" "${ALL_VARIANTS[@]}"; unset_restrictions variants; fi
   if [[ -n $USER_ENVS ]]; then split_checked ENVS "$USER_ENVS"; unset_restrictions envs; fi
   if [[ -n $USER_SIZES ]]; then split_checked SIZES "$USER_SIZES" "${!HIDDEN[@]}"; unset_restrictions sizes; fi
-  [[ -n $USER_EXPERIMENTS ]] && split_checked EXPERIMENTS "$USER_EXPERIMENTS" "${ALL_EXPERIMENTS[@]}"
+  if [[ -n $USER_EXPERIMENTS ]]; then split_checked EXPERIMENTS "$USER_EXPERIMENTS" "${ALL_EXPERIMENTS[@]}"; fi
   if [[ -n $USER_REPEATS ]]; then
     [[ $USER_REPEATS =~ ^[1-9][0-9]*$ ]] || die "--repeats must be a positive integer; got '$USER_REPEATS'"
     REPEATS=$USER_REPEATS
@@ -370,7 +367,9 @@ main() {
       ((k == 0)) || echo "  $exp: $k runs"
     done
     for i in "${!R_NAME[@]}"; do
-      printf '[%d/%d] %-8s %s  %s\n' $((i + 1)) "$total" "${statuses[i]}" "${R_NAME[i]}" "${R_FLAGS[i]# }"
+      status=to-run
+      if is_done "${statuses[i]}"; then status=${statuses[i]/ok/done}; fi
+      printf '[%d/%d] %-6s %s  %s\n' $((i + 1)) "$total" "$status" "${R_NAME[i]}" "${R_FLAGS[i]# }"
     done
     echo "plan: $total runs, $done_count already done, ${#todo[@]} to run"
     return 0

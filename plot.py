@@ -37,6 +37,8 @@ WINDOWS = {"iteration 0": slice(0, 1), "iterations 1-7": slice(1, 8), "iteration
 LEARN_THRESHOLD = 475  # issue 6: every variant's final_return on CartPole-v1
 COLORS = dict(zip(VARIANTS, plt.get_cmap("tab10").colors))
 MARKERS = {"s": "o", "m": "s", "l": "^"}
+FIGURES = ["duration.png", "speedup.png", "overhead.png", "rollout_update.png", "compilation.png", "scaling.png",
+           "learning_curves.png", "learn.png"]
 
 
 @dataclass
@@ -65,7 +67,7 @@ def warn(message: str) -> None:
 
 
 def load_runs(directory: Path):
-    """(runs, failures): the ok records under `directory` and the failure records' descriptions."""
+    """(runs, failures): the ok records under `directory`, and what was wrong with the other files."""
     runs, failures = [], []
     for path in sorted(directory.rglob("*.json")):
         if path.name.startswith(".") or path.name == "env_cost.json":  # .tmp-*: an atomic write in flight
@@ -74,6 +76,7 @@ def load_runs(directory: Path):
             record = json.loads(path.read_text())
         except (OSError, ValueError) as e:
             warn(f"{path}: does not parse ({e}); skipped")
+            failures.append(f"{path.relative_to(directory)}: does not parse")
             continue
         if not isinstance(record, dict) or record.get("status") != "ok" or record.get("schema_version") != 1:
             reason = record.get("reason", "not a schema-1 run record") if isinstance(record, dict) else "not a record"
@@ -91,12 +94,16 @@ def load_runs(directory: Path):
     return runs, failures
 
 
-def median_by(runs, key, value):
-    """{key(run): median of value(run) over the runs sharing that key (the seeds)}."""
+def group_by(runs, key):
     groups = defaultdict(list)
     for run in runs:
-        groups[key(run)].append(value(run))
-    return {k: float(np.median(v)) for k, v in groups.items()}
+        groups[key(run)].append(run)
+    return groups
+
+
+def median_by(runs, key, value):
+    """{key(run): median of value(run) over the runs sharing that key (the seeds)}."""
+    return {k: float(np.median([value(r) for r in group])) for k, group in group_by(runs, key).items()}
 
 
 def ordered(names, order):
@@ -251,13 +258,6 @@ def plot_overhead(runs, out):
             table(["size", "variant", *WINDOWS], rows)]
 
 
-def group_by(runs, key):
-    groups = defaultdict(list)
-    for run in runs:
-        groups[key(run)].append(run)
-    return groups
-
-
 def plot_rollout_update(runs, out):
     sizes, variants = sizes_of(runs), ordered([r.variant for r in runs], VARIANTS)
     parts = {}
@@ -394,7 +394,7 @@ def plot_learn(runs, out):
 
 # ---------------------------------------------------------------- main
 def header(runs, failures, directory):
-    first = runs[0].record
+    devices = ", ".join(sorted({r.record["device"] for r in runs}))
     versions = {}
     for r in runs:
         versions.update(r.record["versions"])
@@ -404,9 +404,9 @@ def header(runs, failures, directory):
     except (OSError, ValueError, KeyError):
         cores = ""
     lines = ["# benchback results", "",
-             f"Device: {first['device']}{cores}. Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) + ".",
-             f"{len(runs)} runs from {directory}; {len(failures)} failure records."]
-    lines += [f"- failed: {f}" for f in failures]
+             f"Device: {devices}{cores}. Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) + ".",
+             f"{len(runs)} runs from {directory}; {len(failures)} files skipped (failed runs, unreadable files)."]
+    lines += [f"- skipped: {f}" for f in failures]
     return lines + [""]
 
 
@@ -424,6 +424,8 @@ def main(argv=None) -> int:
         return 2
     out = args.out or args.dir
     out.mkdir(parents=True, exist_ok=True)
+    for name in FIGURES:  # a figure left from an earlier plot of other data would mislead
+        (out / name).unlink(missing_ok=True)
 
     by_experiment = group_by(runs, lambda r: r.experiment)
     overall, sync = by_experiment["overall"], by_experiment["sync"]
@@ -443,7 +445,7 @@ def main(argv=None) -> int:
         lines += draw(section_runs) if section_runs else ["No runs for this section."]
         lines.append("")
     (out / "summary.md").write_text("\n".join(lines))
-    print(f"wrote {out / 'summary.md'} and {len(list(out.glob('*.png')))} figures")
+    print(f"wrote {out / 'summary.md'} and {sum((out / name).exists() for name in FIGURES)} figures")
     return 0
 
 

@@ -107,13 +107,14 @@ def close(cell, value):
 def test_plot_reproduces_known_ratios_and_writes_every_png(sweep_dir, tmp_path, capsys):
     out = tmp_path / "figures"
     assert plot.main([str(sweep_dir), "--out", str(out)]) == 0
-    assert {p.name for p in out.glob("*.png")} == PNGS
+    assert {p.name for p in out.glob("*.png")} == PNGS == set(plot.FIGURES)
     assert all((out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for png in PNGS)
     warnings = capsys.readouterr().err
     assert "torch__Freeway-MinAtar__l__seed1.json: failure record" in warnings
     assert "torch__Freeway-MinAtar__m__seed1.json: does not parse" in warnings
     summary = (out / "summary.md").read_text()
-    assert "Device: cpu, 2 CPU cores" in summary and "failed: overall/torch__Freeway-MinAtar__l__seed1.json: oom" in summary
+    assert "Device: cpu, 2 CPU cores" in summary and "skipped: overall/torch__Freeway-MinAtar__l__seed1.json: oom" in summary
+    assert "skipped: overall/torch__Freeway-MinAtar__m__seed1.json: does not parse" in summary
     t = tables(summary)
 
     # Pairwise speedups, per size: jax_linen vs torch is 1, 2, 8 over the envs.
@@ -149,6 +150,7 @@ def test_plot_writes_into_dir_by_default_and_draws_what_it_has(tmp_path):
     d = tmp_path / "only_overall"
     write(d, "overall/jax_linen__CartPole-v1__s__seed1.json",
           record("overall", "jax_linen", "CartPole-v1", "s", 1, total=5, iteration=0.1))
+    write(d, "learn.png", "a figure from an earlier plot, of data no longer here")
     assert plot.main([str(d)]) == 0  # no env_cost.json: environments by name
     assert {"duration.png", "overhead.png", "learning_curves.png"} <= {p.name for p in d.glob("*.png")}
     assert "learn.png" not in {p.name for p in d.glob("*.png")}
