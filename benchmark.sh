@@ -350,6 +350,7 @@ measure_env_costs() {
 main() {
   parse_args "$@"
   configure
+  "$PYTHON" -c '' 2>/dev/null || die "cannot run PYTHON=$PYTHON (set PYTHON to the project's interpreter)"
   make_plan
   local total=${#R_NAME[@]} i status k todo=() done_count=0
   echo "benchback sweep: preset $PRESET, $total runs, out $OUT, per-run limit ${TIMEOUT}s"
