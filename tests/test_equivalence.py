@@ -1,0 +1,47 @@
+"""Same work, same math, same network across the five variants (issue 6).
+
+test_math.py checks each variant against NumPy loops; this file compares the variants with each
+other: the smoke runs of one config, and the loss gradients of one random minibatch."""
+
+import numpy as np
+import pytest
+
+from conftest import VARIANTS, load, loss_and_output_grads, read_json, to_native, to_numpy
+
+pytestmark = pytest.mark.skipif(len(VARIANTS) < 2, reason="needs two variants to compare")
+
+
+def test_every_variant_does_the_same_work_with_the_same_network(smoke):
+    records = {}
+    for variant in VARIANTS:
+        proc, _, out = smoke(variant)
+        assert proc.returncode == 0, f"{variant}: {proc.stderr[-2000:]}"
+        records[variant] = read_json(out)
+    for key in ("param_count", "env_steps", "grad_steps", "hidden", "matmul_precision"):
+        values = {variant: record[key] for variant, record in records.items()}
+        assert len({str(v) for v in values.values()}) == 1, f"{key} differs: {values}"
+    assert {v: r["compiles_after_first_iteration"] for v, r in records.items()} == dict.fromkeys(records, 0)
+
+
+def test_loss_and_its_output_gradients_agree_across_variants():
+    rng = np.random.default_rng(7)
+    n, num_actions = 128, 4
+    arrays = dict(logits=rng.normal(size=(n, num_actions)), value=rng.normal(size=n),
+                  obs=np.zeros((n, 3)), logprob=rng.normal(-1.4, 0.3, size=n), old_value=rng.normal(size=n),
+                  advantage=rng.normal(size=n), ret=rng.normal(size=n))
+    arrays = {k: v.astype(np.float32) for k, v in arrays.items()}
+    action = rng.integers(0, num_actions, size=n)
+    results = {}
+    for variant in VARIANTS:
+        module, native = load(variant), (lambda x, v=variant: to_native(v, x))
+        mb = module.Batch(obs=native(arrays["obs"]), action=native(action), logprob=native(arrays["logprob"]),
+                          value=native(arrays["old_value"]), advantage=native(arrays["advantage"]),
+                          ret=native(arrays["ret"]))
+        loss, info, grads = loss_and_output_grads(variant, module, native(arrays["logits"]), native(arrays["value"]),
+                                                  mb, module.Args())
+        assert sorted(info) == ["approx_kl", "clipfrac", "entropy", "old_approx_kl", "policy_loss", "value_loss"]
+        results[variant] = [to_numpy(loss), *(to_numpy(info[k]) for k in sorted(info)), *map(to_numpy, grads)]
+    reference = results.pop(VARIANTS[0])
+    for variant, values in results.items():
+        for got, want in zip(values, reference):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7, err_msg=f"{variant} vs {VARIANTS[0]}")
