@@ -1,0 +1,529 @@
+"""PPO on gymnax with Flax Linen and no `jax.jit`: what compiling the iteration is worth.
+
+This is ppo_jax_linen.py with its `jax.jit` taken away and every `lax.scan` replaced by a Python
+loop (`python_scan`), so each jnp operation, `jax.grad` and optax update is dispatched eagerly,
+one small XLA computation at a time. `diff ppo_jax_linen.py ppo_linen_nojit.py` shows just that.
+The gymnax environment is used as the library ships it: its `step` and `reset` carry their own
+`jax.jit`, so stepping the envs stays compiled; that is part of what this variant measures.
+Much of the eager time is Linen's, not JAX's dispatch: on every `apply`, Linen checks each
+parameter's shape against `jax.eval_shape` of its initializer (Scope.param), a trace that jit
+pays once.
+
+    python ppo_linen_nojit.py --env-id CartPole-v1 --hidden 256,256,256
+"""
+
+import dataclasses
+import importlib.metadata
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Literal, NamedTuple, Optional, Sequence
+
+import flax.linen as nn
+import gymnax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import tyro
+from flax.training.train_state import TrainState
+from tensorboard.compat.proto.event_pb2 import Event
+from tensorboard.plugins.text.summary_v2 import text_pb
+from tensorboard.summary import Writer
+from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+VARIANT = "linen_nojit"
+SCHEMA_VERSION = 1
+
+
+@dataclasses.dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment (part of the TensorBoard run name)"""
+    seed: int = 1
+    """seed of the environment, the network init and the action sampling"""
+    cuda: bool = True
+    """use the GPU when one is visible; the CPU otherwise"""
+    env_id: str = "CartPole-v1"
+    """the gymnax environment id (discrete actions only)"""
+    total_timesteps: int = 819200
+    """total environment steps; rounded down to whole iterations of num_envs * num_steps"""
+    num_envs: int = 32
+    """the number of parallel environments"""
+    num_steps: int = 256
+    """the number of steps per environment per rollout"""
+    num_minibatches: int = 8
+    """the number of minibatches per epoch"""
+    update_epochs: int = 10
+    """the number of passes over the rollout per update"""
+    learning_rate: float = 2.5e-4
+    """the learning rate of Adam"""
+    anneal_lr: bool = True
+    """anneal the learning rate linearly to 0 over the iterations"""
+    gamma: float = 0.99
+    """the discount factor"""
+    gae_lambda: float = 0.95
+    """the lambda of generalized advantage estimation"""
+    clip_coef: float = 0.2
+    """the surrogate clipping coefficient"""
+    clip_vloss: bool = True
+    """clip the value loss as in the PPO paper's code"""
+    ent_coef: float = 0.01
+    """the coefficient of the entropy bonus"""
+    vf_coef: float = 0.5
+    """the coefficient of the value loss"""
+    max_grad_norm: float = 0.5
+    """the maximum global norm of the gradient"""
+    bootstrap_truncation: bool = True
+    """bootstrap time-limit truncations with V(final observation); off treats them as terminations"""
+    hidden: str = "64,64"
+    """hidden layer sizes of the actor and of the critic, comma-separated, e.g. 256,256,256"""
+    matmul_precision: Literal["highest", "high", "medium"] = "highest"
+    """float32 matmul precision (torch's names): highest = true float32 in every framework"""
+    sync_timing: bool = False
+    """time rollout(+GAE) and update separately, blocking after each"""
+    json_out: Optional[str] = None
+    """write the result record (JSON, schema 1) to this path"""
+    tensorboard: bool = True
+    """write TensorBoard logs to runs/{run_name}"""
+    quiet: bool = False
+    """print no progress line per iteration"""
+
+
+class UsageError(ValueError):
+    """Bad input: reported in one line, exit code 2, nothing written."""
+
+
+def parse_hidden(text: str) -> tuple[int, ...]:
+    parts = [p.strip() for p in text.split(",")]
+    if not text.strip() or not all(p.isdigit() for p in parts):
+        raise UsageError(f"--hidden must be comma-separated positive integers such as 64,64; got {text!r}")
+    sizes = tuple(int(p) for p in parts)
+    if min(sizes) <= 0:
+        raise UsageError(f"--hidden sizes must be positive; got {text!r}")
+    return sizes
+
+
+def check_args(args: Args):
+    """Validate everything before anything is built or written; returns (hidden, env, env_params)."""
+    hidden = parse_hidden(args.hidden)
+    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
+        if getattr(args, name) <= 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be positive; got {getattr(args, name)}")
+    batch_size = args.num_envs * args.num_steps
+    if batch_size % args.num_minibatches:
+        raise UsageError(f"batch size {batch_size} (num_envs * num_steps) is not divisible by --num-minibatches {args.num_minibatches}")
+    if args.total_timesteps < batch_size:
+        raise UsageError(f"--total-timesteps {args.total_timesteps} is smaller than one batch ({batch_size} = num_envs * num_steps)")
+    if args.env_id == "MNISTBandit-bsuite":
+        raise UsageError("MNISTBandit-bsuite downloads MNIST when it is built; it is not supported")
+    if args.env_id not in gymnax.registered_envs:
+        valid = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]
+        raise UsageError(f"unknown --env-id {args.env_id!r}; valid ids: {', '.join(valid)}")
+    env, env_params = gymnax.make(args.env_id)
+    if not isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete):
+        raise UsageError(f"{args.env_id} has continuous actions; only discrete-action environments are supported")
+    return hidden, env, env_params
+
+
+# ---------------------------------------------------------------- network
+class MLP(nn.Module):
+    hidden: Sequence[int]
+    out_dim: int
+    out_gain: float
+
+    @nn.compact
+    def __call__(self, x):
+        for size in self.hidden:
+            x = nn.tanh(nn.Dense(size, kernel_init=nn.initializers.orthogonal(np.sqrt(2)), bias_init=nn.initializers.zeros)(x))
+        return nn.Dense(self.out_dim, kernel_init=nn.initializers.orthogonal(self.out_gain), bias_init=nn.initializers.zeros)(x)
+
+
+class Agent(nn.Module):
+    """Separate actor and critic tanh MLPs; observations are flattened (MinAtar grids are 10x10xC)."""
+
+    hidden: Sequence[int]
+    num_actions: int
+
+    def setup(self):
+        self.actor = MLP(self.hidden, self.num_actions, out_gain=0.01)
+        self.critic = MLP(self.hidden, 1, out_gain=1.0)
+
+    def __call__(self, obs):
+        x = obs.reshape(obs.shape[0], -1).astype(jnp.float32)
+        return self.actor(x), self.critic(x).squeeze(-1)
+
+    def value(self, obs):
+        return self.critic(obs.reshape(obs.shape[0], -1).astype(jnp.float32)).squeeze(-1)
+
+
+# ---------------------------------------------------------------- rollout
+def python_scan(f, carry, xs=None, length=None, reverse=False):
+    """`jax.lax.scan` as a plain Python loop: f runs eagerly once per step, nothing is traced.
+
+    (lax.scan would trace f and compile it; on a closure created afresh each iteration it would
+    compile again every iteration, which measures the compiler, not eager execution.)"""
+    length = length if xs is None else jax.tree.leaves(xs)[0].shape[0]
+    ys = []
+    for t in reversed(range(length)) if reverse else range(length):
+        carry, y = f(carry, None if xs is None else jax.tree.map(lambda x: x[t], xs))
+        ys.append(y)
+    return carry, jax.tree.map(lambda *y: jnp.stack(y), *(ys[::-1] if reverse else ys))
+
+
+class EpisodeStats(NamedTuple):
+    returns: jax.Array  # return so far of each env's current episode
+    lengths: jax.Array
+
+
+class Transition(NamedTuple):
+    obs: jax.Array
+    action: jax.Array
+    logprob: jax.Array
+    value: jax.Array
+    reward: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+    bootstrap_value: jax.Array  # V(observation reached before any auto-reset)
+
+
+class Runner(NamedTuple):
+    train_state: TrainState
+    env_state: object
+    obs: jax.Array
+    episode: EpisodeStats
+    key: jax.Array
+
+
+def step_envs(env, env_params, key, env_state, episode: EpisodeStats, action):
+    """Step every env once (gymnax resets finished ones) and keep the episode statistics.
+
+    Returns the next observations, the step's outputs, and per env the return and length of an
+    episode that finished on this step (0 where none did)."""
+    keys = jax.random.split(key, action.shape[0])
+    obs, env_state, reward, terminated, truncated, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+        keys, env_state, action, env_params
+    )
+    done = jnp.logical_or(terminated, truncated)
+    returns, lengths = episode.returns + reward, episode.lengths + 1
+    finished = (jnp.where(done, returns, 0.0), jnp.where(done, lengths, 0), done)
+    episode = EpisodeStats(jnp.where(done, 0.0, returns), jnp.where(done, 0, lengths))
+    return obs, env_state, episode, (reward, terminated, truncated, info["final_observation"]), finished
+
+
+def rollout(runner: Runner, agent: Agent, env, env_params, args: Args):
+    def step(runner: Runner, _):
+        key, action_key, env_key = jax.random.split(runner.key, 3)
+        params = runner.train_state.params
+        logits, value = agent.apply(params, runner.obs)
+        action = jax.random.categorical(action_key, logits)
+        logprob = jnp.take_along_axis(jax.nn.log_softmax(logits), action[:, None], axis=-1).squeeze(-1)
+        obs, env_state, episode, (reward, terminated, truncated, final_obs), finished = step_envs(
+            env, env_params, env_key, runner.env_state, runner.episode, action
+        )
+        bootstrap_value = agent.apply(params, final_obs, method=Agent.value)
+        transition = Transition(runner.obs, action, logprob, value, reward, terminated, truncated, bootstrap_value)
+        return Runner(runner.train_state, env_state, obs, episode, key), (transition, finished)
+
+    return python_scan(step, runner, length=args.num_steps)
+
+
+# ---------------------------------------------------------------- compute_gae
+def compute_gae(rewards, values, bootstrap_values, terminated, truncated, gamma, gae_lambda):
+    """GAE over (num_steps, num_envs) arrays, as a reverse loop.
+
+    bootstrap_values[t] is V of the observation that step t reached before any reset, so a
+    truncated episode is bootstrapped and only a termination cuts the value off. Either one ends
+    the episode, which stops the advantage from flowing back across it."""
+    def backward(next_advantage, t):
+        reward, value, next_value, term, done = t
+        delta = reward + gamma * next_value * (1.0 - term) - value
+        advantage = delta + gamma * gae_lambda * (1.0 - done) * next_advantage
+        return advantage, advantage
+
+    done = jnp.logical_or(terminated, truncated)
+    xs = (rewards, values, bootstrap_values, terminated.astype(jnp.float32), done.astype(jnp.float32))
+    _, advantages = python_scan(backward, jnp.zeros_like(values[0]), xs, reverse=True)
+    return advantages, advantages + values
+
+
+# ---------------------------------------------------------------- ppo_loss
+class Batch(NamedTuple):
+    obs: jax.Array
+    action: jax.Array
+    logprob: jax.Array
+    value: jax.Array
+    advantage: jax.Array
+    ret: jax.Array
+
+
+def ppo_loss(logits, value, mb: Batch, args: Args):
+    """Clipped surrogate + (clipped) value loss - entropy bonus, from the network's outputs."""
+    logprobs = jax.nn.log_softmax(logits)
+    newlogprob = jnp.take_along_axis(logprobs, mb.action[:, None], axis=-1).squeeze(-1)
+    entropy = -(jnp.exp(logprobs) * logprobs).sum(-1).mean()
+    logratio = newlogprob - mb.logprob
+    ratio = jnp.exp(logratio)
+    advantage = (mb.advantage - mb.advantage.mean()) / (mb.advantage.std() + 1e-8)
+    pg_loss = jnp.maximum(-advantage * ratio, -advantage * jnp.clip(ratio, 1 - args.clip_coef, 1 + args.clip_coef)).mean()
+    v_loss = (value - mb.ret) ** 2
+    if args.clip_vloss:
+        v_clipped = mb.value + jnp.clip(value - mb.value, -args.clip_coef, args.clip_coef)
+        v_loss = jnp.maximum(v_loss, (v_clipped - mb.ret) ** 2)
+    v_loss = 0.5 * v_loss.mean()
+    loss = pg_loss - args.ent_coef * entropy + args.vf_coef * v_loss
+    logratio, ratio = jax.lax.stop_gradient((logratio, ratio))
+    return loss, {
+        "policy_loss": pg_loss,
+        "value_loss": v_loss,
+        "entropy": entropy,
+        "old_approx_kl": (-logratio).mean(),
+        "approx_kl": ((ratio - 1) - logratio).mean(),
+        "clipfrac": (jnp.abs(ratio - 1) > args.clip_coef).mean(),
+    }
+
+
+# ---------------------------------------------------------------- update
+def update(runner: Runner, batch: Batch, agent: Agent, args: Args):
+    """update_epochs passes over the batch in shuffled minibatches: two nested loops."""
+    def minibatch_step(train_state: TrainState, mb: Batch):
+        def loss_fn(params):
+            logits, value = agent.apply(params, mb.obs)
+            return ppo_loss(logits, value, mb, args)
+
+        (_, info), grads = jax.value_and_grad(loss_fn, has_aux=True)(train_state.params)
+        return train_state.apply_gradients(grads=grads), info
+
+    def epoch(carry, _):
+        train_state, key = carry
+        key, perm_key = jax.random.split(key)
+        perm = jax.random.permutation(perm_key, batch.advantage.shape[0])
+        minibatches = jax.tree.map(lambda x: x[perm].reshape(args.num_minibatches, -1, *x.shape[1:]), batch)
+        train_state, info = python_scan(minibatch_step, train_state, minibatches)
+        return (train_state, key), info
+
+    (train_state, key), info = python_scan(epoch, (runner.train_state, runner.key), length=args.update_epochs)
+    return runner._replace(train_state=train_state, key=key), jax.tree.map(jnp.mean, info)
+
+
+# ---------------------------------------------------------------- timing
+class CompileCounter:
+    """Counts XLA compilations (jax.monitoring events) while it is open."""
+
+    EVENT = "/jax/core/compile/backend_compile_duration"
+
+    def __init__(self):
+        self.count = 0
+
+    def _listen(self, event, duration, **kwargs):
+        self.count += event == self.EVENT
+
+    def __enter__(self):
+        jax.monitoring.register_event_duration_secs_listener(self._listen)
+        return self
+
+    def __exit__(self, *exc):
+        jax.monitoring.unregister_event_duration_listener(self._listen)
+
+
+def select_device(cuda: bool):
+    if cuda:
+        try:
+            return jax.devices("gpu")[0]
+        except RuntimeError:  # no GPU backend: CPU, as documented
+            pass
+    return jax.devices("cpu")[0]
+
+
+def train(args: Args) -> dict:
+    """Train, time every iteration, and return the result record (schema 1)."""
+    start = time.perf_counter()
+    hidden, env, env_params = check_args(args)
+    device = select_device(args.cuda)
+    precision = {"highest": "highest", "high": "high", "medium": "bfloat16"}[args.matmul_precision]
+    with jax.default_device(device), jax.default_matmul_precision(precision), CompileCounter() as compiles:
+        return _train(args, hidden, env, env_params, device, start, compiles)
+
+
+def _train(args, hidden, env, env_params, device, start, compiles) -> dict:
+    batch_size = args.num_envs * args.num_steps
+    num_iterations = args.total_timesteps // batch_size
+    grad_steps_per_iteration = args.update_epochs * args.num_minibatches
+
+    key = jax.random.key(args.seed)
+    key, init_key, reset_key = jax.random.split(key, 3)
+    obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
+    agent = Agent(hidden, env.action_space(env_params).n)
+    params = agent.init(init_key, obs)
+    schedule = optax.linear_schedule(args.learning_rate, 0.0, num_iterations)
+    # CleanRL anneals once per iteration: the rate is constant within an update.
+    lr = (lambda count: schedule(count // grad_steps_per_iteration)) if args.anneal_lr else args.learning_rate
+    tx = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(lr, eps=1e-5))
+    train_state = TrainState.create(apply_fn=agent.apply, params=params, tx=tx)
+    episode = EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
+    runner = Runner(train_state, env_state, obs, episode, key)
+
+    def collect(runner: Runner):
+        """Rollout, then GAE; returns the flat batch and the iteration's episode statistics."""
+        learning_rate = lr(runner.train_state.step) if args.anneal_lr else jnp.float32(lr)
+        runner, (traj, (ep_returns, ep_lengths, ep_done)) = rollout(runner, agent, env, env_params, args)
+        terminated = traj.terminated if args.bootstrap_truncation else jnp.logical_or(traj.terminated, traj.truncated)
+        advantages, returns = compute_gae(
+            traj.reward, traj.value, traj.bootstrap_value, terminated, traj.truncated, args.gamma, args.gae_lambda
+        )
+        batch = jax.tree.map(
+            lambda x: x.reshape(batch_size, *x.shape[2:]),
+            Batch(traj.obs, traj.action, traj.logprob, traj.value, advantages, returns),
+        )
+        stats = {
+            "episodes": ep_done.sum(),
+            "return_sum": ep_returns.sum(),
+            "length_sum": ep_lengths.sum(),
+            "learning_rate": learning_rate,
+            "explained_variance": 1 - jnp.var(returns - traj.value) / jnp.var(returns),
+        }
+        return runner, batch, stats
+
+    def learn(runner: Runner, batch: Batch):
+        return update(runner, batch, agent, args)
+
+    def iteration(runner: Runner):
+        runner, batch, stats = collect(runner)
+        runner, losses = learn(runner, batch)
+        return runner, {**stats, **losses}
+
+    # No jax.jit here: called directly, these run op by op.
+
+    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    writer = Writer(f"runs/{run_name}") if args.tensorboard else None
+    if writer:
+        table = "\n".join(f"|{k}|{v}|" for k, v in dataclasses.asdict(args).items())
+        with_text = EventFileWriter(f"runs/{run_name}")
+        with_text.add_event(Event(wall_time=time.time(), step=0, summary=text_pb("hyperparameters", f"|param|value|\n|-|-|\n{table}")))
+        with_text.close()
+
+    iteration_durations, rollout_durations, update_durations, episodic_return = [], [], [], []
+    returns_per_iteration = []  # (sum, count) of finished episodes, for final_return
+    compiles_before = None
+    setup_duration = time.perf_counter() - start
+    for it in range(num_iterations):
+        # Timed region: the only host sync is the block_until_ready that ends each timer.
+        t0 = time.perf_counter()
+        if args.sync_timing:
+            runner, batch, stats = jax.block_until_ready(collect(runner))
+            t1 = time.perf_counter()
+            runner, losses = jax.block_until_ready(learn(runner, batch))
+            t2 = time.perf_counter()
+            rollout_durations.append(t1 - t0)
+            update_durations.append(t2 - t1)
+            metrics = {**stats, **losses}
+        else:
+            runner, metrics = jax.block_until_ready(iteration(runner))
+        iteration_durations.append(time.perf_counter() - t0)
+
+        # Untimed: one fetch of the iteration's metrics, then logging.
+        m = jax.device_get(metrics)
+        episodes = int(m["episodes"])
+        mean_return = float(m["return_sum"]) / episodes if episodes else None
+        episodic_return.append(mean_return)
+        returns_per_iteration.append((float(m["return_sum"]), episodes))
+        global_step = (it + 1) * batch_size
+        sps = int(global_step / sum(iteration_durations))
+        if writer:
+            if episodes:
+                writer.add_scalar("charts/episodic_return", mean_return, global_step)
+                writer.add_scalar("charts/episodic_length", float(m["length_sum"]) / episodes, global_step)
+            writer.add_scalar("charts/SPS", sps, global_step)
+            writer.add_scalar("charts/learning_rate", m["learning_rate"], global_step)
+            for name in ("value_loss", "policy_loss", "entropy", "old_approx_kl", "approx_kl", "clipfrac", "explained_variance"):
+                writer.add_scalar(f"losses/{name}", m[name], global_step)
+        if not args.quiet:
+            shown = "n/a" if mean_return is None else f"{mean_return:.1f}"
+            print(f"iteration {it + 1}/{num_iterations}  SPS {sps}  return {shown}", flush=True)
+        if it == 0:
+            compiles_before = compiles.count
+    if writer:
+        writer.close()
+
+    last = returns_per_iteration[-10:]
+    finished = sum(n for _, n in last)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "variant": VARIANT,
+        "status": "ok",
+        "env_id": args.env_id,
+        "hidden": list(parse_hidden(args.hidden)),
+        "seed": args.seed,
+        "args": dataclasses.asdict(args),
+        "device": "cpu" if device.platform == "cpu" else device.device_kind,
+        "versions": library_versions(),
+        "git_commit": git_commit(),
+        "matmul_precision": args.matmul_precision,
+        "param_count": int(sum(x.size for x in jax.tree.leaves(runner.train_state.params))),
+        "env_steps": num_iterations * batch_size,
+        "grad_steps": num_iterations * grad_steps_per_iteration,
+        "sync_timing": args.sync_timing,
+        "setup_duration": setup_duration,
+        "iteration_durations": iteration_durations,
+        "rollout_durations": rollout_durations if args.sync_timing else None,
+        "update_durations": update_durations if args.sync_timing else None,
+        "total_duration": time.perf_counter() - start,
+        "compiles_after_first_iteration": compiles.count - compiles_before,
+        "episodic_return": episodic_return,
+        "final_return": sum(s for s, _ in last) / finished if finished else None,
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+# ---------------------------------------------------------------- main
+def library_versions() -> dict:
+    names = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy")
+    return {"python": platform.python_version(), **{n: importlib.metadata.version(n) for n in names}}
+
+
+def git_commit() -> Optional[str]:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=os.path.dirname(os.path.abspath(__file__)),
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def write_json_atomic(path: str, record: dict) -> None:
+    """Write to a temporary file beside `path`, then rename: readers never see half a file."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(record, f, indent=1)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = tyro.cli(Args, args=argv)
+    try:
+        result = train(args)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.json_out:
+        write_json_atomic(args.json_out, result)
+    if not args.quiet:
+        durations = result["iteration_durations"]
+        steady = np.median(durations[1:]) if len(durations) > 1 else float("nan")
+        print(f"done: final_return {result['final_return']}  iteration 0 {durations[0]:.3f}s  "
+              f"steady {steady:.4f}s/iteration  compiles after iteration 0: {result['compiles_after_first_iteration']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

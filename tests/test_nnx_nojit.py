@@ -1,0 +1,140 @@
+"""What ppo_jax_nnx.py and ppo_linen_nojit.py must prove beyond the shared contract.
+
+- A jit variant compiles its iteration into one program, once: NNX included, with and without
+  nnx.cached_partial (state that changes shape or dtype between calls would compile it again).
+- "No jit" means eager execution, not recompilation: no program of the script's own is compiled,
+  nothing is compiled after iteration 0, and the arithmetic is exactly Linen's.
+- The NNX network is Linen's network: same layers, same initialization scheme, same outputs.
+"""
+
+import collections
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from conftest import VARIANTS, load
+
+# Short enough for eager execution (6 iterations of 32 envs x 32 steps, 16 gradient steps each),
+# with a learning rate high enough that CartPole returns clearly rise within it.
+RISE = dict(num_envs=32, num_steps=32, num_minibatches=4, update_epochs=4, learning_rate=2.5e-3,
+            total_timesteps=6 * 32 * 32, tensorboard=False, quiet=True)
+JIT_VARIANTS = [v for v in ("jax_linen", "jax_nnx") if v in VARIANTS]
+needs = lambda *variants: pytest.mark.skipif(not set(variants) <= set(VARIANTS), reason="variant script missing")
+
+
+class CompiledPrograms:
+    """Counts the XLA programs compiled while open, by name: 'jit(iteration)', 'jit(add)'..."""
+
+    def __init__(self):
+        self.names = collections.Counter()
+
+    def _listen(self, event, duration, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            self.names[kwargs.get("fun_name")] += 1
+
+    def __enter__(self):
+        jax.monitoring.register_event_duration_secs_listener(self._listen)
+        return self
+
+    def __exit__(self, *exc):
+        jax.monitoring.unregister_event_duration_listener(self._listen)
+
+
+@functools.cache
+def rise_run(variant: str, **flags):
+    """One RISE run per variant and flags, shared by the tests below: (record, compiled programs)."""
+    module = load(variant)
+    with CompiledPrograms() as programs:
+        record = module.train(module.Args(**RISE, **flags))
+    return record, programs.names
+
+
+@pytest.mark.parametrize("variant", JIT_VARIANTS)
+def test_jit_variant_compiles_its_iteration_once(variant):
+    record, names = rise_run(variant)
+    assert names["jit(iteration)"] == 1, names  # compiled on iteration 0, reused by the 5 others
+    assert names["jit(collect)"] == names["jit(learn)"] == 0
+    assert record["compiles_after_first_iteration"] == 0
+
+
+@needs("jax_nnx")
+def test_nnx_without_cached_partial_compiles_once_and_runs_the_same():
+    # --sync-timing too: its two programs, collect and learn, must not retrace either.
+    record, names = rise_run("jax_nnx", cached_partial=False, sync_timing=True)
+    assert record["args"]["cached_partial"] is False and rise_run("jax_nnx")[0]["args"]["cached_partial"] is True
+    assert names["jit(collect)"] == names["jit(learn)"] == 1 and names["jit(iteration)"] == 0, names
+    assert record["compiles_after_first_iteration"] == 0
+    np.testing.assert_allclose(record["episodic_return"], rise_run("jax_nnx")[0]["episodic_return"], rtol=1e-5)
+
+
+@needs("linen_nojit")
+def test_short_run_improves():
+    """The eager script learns: a full default run is left to benchmark.sh (see test_learning.py)."""
+    record, _ = rise_run("linen_nojit")
+    returns = record["episodic_return"]
+    # About 18 on iteration 0 (only episodes shorter than 32 steps can end in it); a policy that
+    # stays random levels off near 22, so twice the first iteration's return takes learning.
+    assert None not in returns and np.mean(returns[-2:]) >= 2 * returns[0], returns
+    assert record["compiles_after_first_iteration"] == 0
+
+
+@needs("linen_nojit")
+def test_nojit_runs_eagerly_not_compiled():
+    _, names = rise_run("linen_nojit")
+    ours = {"iteration", "collect", "learn", "rollout", "compute_gae", "backward", "update", "epoch",
+            "minibatch_step", "loss_fn", "ppo_loss", "python_scan", "scan", "while"}
+    compiled_ours = [n for n in names if n.removeprefix("jit(").removesuffix(")") in ours]
+    assert not compiled_ours, compiled_ours
+    assert names["jit(step)"] == 1  # gymnax's own jax.jit on env.step, compiled once, as shipped
+
+
+@needs("linen_nojit", "jax_linen")
+def test_nojit_is_linen_arithmetic_without_jit():
+    """Same seed, same config: the eager script takes the jitted one's trajectory exactly."""
+    eager, _ = rise_run("linen_nojit")
+    jitted, _ = rise_run("jax_linen")
+    np.testing.assert_allclose(eager["episodic_return"], jitted["episodic_return"], rtol=1e-5)
+
+
+def orthogonal_gain(kernel):
+    """g such that the (in, out) kernel has orthonormal rows or columns scaled by g; asserts one exists."""
+    k = np.asarray(kernel, np.float64)
+    gram = k.T @ k if k.shape[0] >= k.shape[1] else k @ k.T
+    gain = np.sqrt(gram[0, 0])
+    np.testing.assert_allclose(gram, gain**2 * np.eye(len(gram)), atol=1e-5)
+    return gain
+
+
+@needs("jax_nnx", "jax_linen")
+def test_nnx_network_is_linens_network():
+    from flax import nnx
+
+    nnx_module, linen_module = load("jax_nnx"), load("jax_linen")
+    hidden, num_actions = (16, 8), 3
+    obs = jax.random.normal(jax.random.key(0), (5, 2, 3))  # flattened to 6 features by both
+    linen_params = linen_module.Agent(hidden, num_actions).init(jax.random.key(1), obs)["params"]
+    agent = nnx_module.Agent(6, hidden, num_actions, rngs=nnx.Rngs(2))
+    gains = [np.sqrt(2)] * len(hidden)
+
+    for name, out_gain in (("actor", 0.01), ("critic", 1.0)):
+        layers = [*getattr(agent, name).layers, getattr(agent, name).out]
+        dense = [linen_params[name][f"Dense_{i}"] for i in range(len(layers))]
+        assert len(linen_params[name]) == len(layers)
+        for layer, d, gain in zip(layers, dense, [*gains, out_gain]):
+            assert layer.kernel.shape == d["kernel"].shape and layer.bias.shape == d["bias"].shape
+            np.testing.assert_allclose(orthogonal_gain(layer.kernel[...]), gain, rtol=1e-5)
+            np.testing.assert_allclose(orthogonal_gain(d["kernel"]), gain, rtol=1e-5)
+            assert not np.any(layer.bias[...]) and not np.any(d["bias"])
+            # Linen's parameters into the NNX module: the same function must come out.
+            layer.kernel[...], layer.bias[...] = d["kernel"], d["bias"] + 0.1
+
+    linen_params = jax.tree.map(lambda x: x + 0.1 if x.ndim == 1 else x, linen_params)
+    expected_logits, expected_value = linen_module.Agent(hidden, num_actions).apply({"params": linen_params}, obs)
+    logits, value = agent(obs)
+    np.testing.assert_allclose(logits, expected_logits, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(value, expected_value, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(agent.value(obs), value, rtol=1e-6, atol=1e-6)
+    assert logits.dtype == value.dtype == jnp.float32
