@@ -5,7 +5,8 @@ import pytest
 from conftest import VARIANTS, load
 
 # linen_nojit dispatches every op eagerly: a full default run is too slow for the default pytest;
-# benchmark.sh's `learn` preset runs it in full, and test_short_run_improves covers it here.
+# benchmark.sh's `learn` preset runs it in full; tests/test_nnx_nojit.py::test_short_run_improves
+# checks here that its returns rise.
 SLOW = {"linen_nojit"}
 
 
