@@ -1,0 +1,601 @@
+"""PPO on gymnax with PyTorch, eager: the torch variant of benchback.
+
+Read it beside ppo_jax_linen.py (same Args, sections and PPO details) or CleanRL's ppo.py. The
+environments stay in JAX, one jitted, vmapped gymnax step per rollout step; actions go to JAX and
+observations come back through DLPack without a copy, and the other env outputs stay in JAX until
+the rollout ends. Network, GAE, loss and Adam are PyTorch, run op by op from Python (eager);
+ppo_torch_compile.py is the same script with torch.compile.
+
+    python ppo_torch.py --env-id CartPole-v1 --hidden 256,256,256
+"""
+
+import dataclasses
+import importlib.metadata
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Literal, NamedTuple, Optional, Sequence
+
+# JAX takes 75% of the GPU's memory when it first uses the GPU, unless told to allocate on demand;
+# torch shares the card in this process. It must be set before jax initializes.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+# torch's OpenMP threads busy-wait after each parallel op by default, taking the cores that JAX's
+# threads need for the env step (on a 2-core machine iterations became 10x slower). They sleep instead.
+# It must be set before torch loads OpenMP.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# (so these imports come after the settings above)
+
+import gymnax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import torch
+import torch.nn as nn
+import tyro
+from tensorboard.compat.proto.event_pb2 import Event
+from tensorboard.plugins.text.summary_v2 import text_pb
+from tensorboard.summary import Writer
+from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+VARIANT = "torch"
+SCHEMA_VERSION = 1
+
+
+@dataclasses.dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment (part of the TensorBoard run name)"""
+    seed: int = 1
+    """seed of the environment, the network init and the action sampling"""
+    cuda: bool = True
+    """use the GPU when one is visible; the CPU otherwise"""
+    env_id: str = "CartPole-v1"
+    """the gymnax environment id (discrete actions only)"""
+    total_timesteps: int = 819200
+    """total environment steps; rounded down to whole iterations of num_envs * num_steps"""
+    num_envs: int = 32
+    """the number of parallel environments"""
+    num_steps: int = 256
+    """the number of steps per environment per rollout"""
+    num_minibatches: int = 8
+    """the number of minibatches per epoch"""
+    update_epochs: int = 10
+    """the number of passes over the rollout per update"""
+    learning_rate: float = 2.5e-4
+    """the learning rate of Adam"""
+    anneal_lr: bool = True
+    """anneal the learning rate linearly to 0 over the iterations"""
+    gamma: float = 0.99
+    """the discount factor"""
+    gae_lambda: float = 0.95
+    """the lambda of generalized advantage estimation"""
+    clip_coef: float = 0.2
+    """the surrogate clipping coefficient"""
+    clip_vloss: bool = True
+    """clip the value loss as in the PPO paper's code"""
+    ent_coef: float = 0.01
+    """the coefficient of the entropy bonus"""
+    vf_coef: float = 0.5
+    """the coefficient of the value loss"""
+    max_grad_norm: float = 0.5
+    """the maximum global norm of the gradient"""
+    bootstrap_truncation: bool = True
+    """bootstrap time-limit truncations with V(final observation); off treats them as terminations"""
+    hidden: str = "64,64"
+    """hidden layer sizes of the actor and of the critic, comma-separated, e.g. 256,256,256"""
+    matmul_precision: Literal["highest", "high", "medium"] = "highest"
+    """float32 matmul precision (torch's names): highest = true float32 in every framework"""
+    sync_timing: bool = False
+    """time rollout(+GAE) and update separately, blocking after each"""
+    json_out: Optional[str] = None
+    """write the result record (JSON, schema 1) to this path"""
+    tensorboard: bool = True
+    """write TensorBoard logs to runs/{run_name}"""
+    quiet: bool = False
+    """print no progress line per iteration"""
+
+
+class UsageError(ValueError):
+    """Bad input: reported in one line, exit code 2, nothing written."""
+
+
+def parse_hidden(text: str) -> tuple[int, ...]:
+    parts = [p.strip() for p in text.split(",")]
+    if not text.strip() or not all(p.isdigit() for p in parts):
+        raise UsageError(f"--hidden must be comma-separated positive integers such as 64,64; got {text!r}")
+    sizes = tuple(int(p) for p in parts)
+    if min(sizes) <= 0:
+        raise UsageError(f"--hidden sizes must be positive; got {text!r}")
+    return sizes
+
+
+def check_args(args: Args):
+    """Validate everything before anything is built or written; returns (hidden, env, env_params)."""
+    hidden = parse_hidden(args.hidden)
+    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
+        if getattr(args, name) <= 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be positive; got {getattr(args, name)}")
+    batch_size = args.num_envs * args.num_steps
+    if batch_size % args.num_minibatches:
+        raise UsageError(f"batch size {batch_size} (num_envs * num_steps) is not divisible by --num-minibatches {args.num_minibatches}")
+    if args.total_timesteps < batch_size:
+        raise UsageError(f"--total-timesteps {args.total_timesteps} is smaller than one batch ({batch_size} = num_envs * num_steps)")
+    if args.env_id == "MNISTBandit-bsuite":
+        raise UsageError("MNISTBandit-bsuite downloads MNIST when it is built; it is not supported")
+    if args.env_id not in gymnax.registered_envs:
+        valid = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]
+        raise UsageError(f"unknown --env-id {args.env_id!r}; valid ids: {', '.join(valid)}")
+    env, env_params = gymnax.make(args.env_id)
+    if not isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete):
+        raise UsageError(f"{args.env_id} has continuous actions; only discrete-action environments are supported")
+    return hidden, env, env_params
+
+
+# ---------------------------------------------------------------- network
+def layer(in_dim: int, out_dim: int, gain: float) -> nn.Linear:
+    linear = nn.Linear(in_dim, out_dim)
+    nn.init.orthogonal_(linear.weight, gain)
+    nn.init.zeros_(linear.bias)
+    return linear
+
+
+class MLP(nn.Sequential):
+    def __init__(self, in_dim: int, hidden: Sequence[int], out_dim: int, out_gain: float):
+        layers = []
+        for size in hidden:
+            layers += [layer(in_dim, size, np.sqrt(2)), nn.Tanh()]
+            in_dim = size
+        super().__init__(*layers, layer(in_dim, out_dim, out_gain))
+
+
+class Agent(nn.Module):
+    """Separate actor and critic tanh MLPs; observations are flattened (MinAtar grids are 10x10xC)."""
+
+    def __init__(self, obs_dim: int, hidden: Sequence[int], num_actions: int):
+        super().__init__()
+        self.actor = MLP(obs_dim, hidden, num_actions, out_gain=0.01)
+        self.critic = MLP(obs_dim, hidden, 1, out_gain=1.0)
+
+    def forward(self, obs):
+        x = obs.reshape(obs.shape[0], -1).float()
+        return self.actor(x), self.critic(x).squeeze(-1)
+
+    def logits(self, obs):  # acting needs the actor alone
+        return self.actor(obs.reshape(obs.shape[0], -1).float())
+
+    def value(self, obs):
+        return self.critic(obs.reshape(obs.shape[0], -1).float()).squeeze(-1)
+
+
+# ---------------------------------------------------------------- rollout
+class EpisodeStats(NamedTuple):
+    returns: jax.Array  # return so far of each env's current episode
+    lengths: jax.Array
+
+
+class Transition(NamedTuple):  # torch tensors of shape (num_steps, num_envs, ...)
+    obs: torch.Tensor
+    action: torch.Tensor
+    logprob: torch.Tensor
+    value: torch.Tensor
+    reward: torch.Tensor
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+    bootstrap_value: torch.Tensor  # V(observation reached before any auto-reset)
+
+
+class Storage(NamedTuple):  # preallocated buffers for what the torch side produces step by step
+    obs: torch.Tensor
+    action: torch.Tensor
+    logprob: torch.Tensor
+
+
+class Runner(NamedTuple):
+    env_state: object  # JAX
+    obs: torch.Tensor
+    episode: EpisodeStats  # JAX
+    key: jax.Array
+
+
+def step_envs(env, env_params, key, env_state, episode: EpisodeStats, action):
+    """Step every env once (gymnax resets finished ones) and keep the episode statistics.
+
+    Returns the next observations, the step's outputs, and per env the return and length of an
+    episode that finished on this step (0 where none did)."""
+    keys = jax.random.split(key, action.shape[0])
+    obs, env_state, reward, terminated, truncated, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+        keys, env_state, action, env_params
+    )
+    done = jnp.logical_or(terminated, truncated)
+    returns, lengths = episode.returns + reward, episode.lengths + 1
+    finished = (jnp.where(done, returns, 0.0), jnp.where(done, lengths, 0), done)
+    episode = EpisodeStats(jnp.where(done, 0.0, returns), jnp.where(done, 0, lengths))
+    return obs, env_state, episode, (reward, terminated, truncated, info["final_observation"]), finished
+
+
+@jax.jit
+def stack_steps(outputs):
+    """One array per field from a list of per-step tuples: one call, not one per step and field."""
+    return jax.tree.map(lambda *steps: jnp.stack(steps), *outputs)
+
+
+def make_env_step(env, env_params):
+    """The JAX half of a rollout step, one jitted call: step the envs, add finished episodes to totals."""
+    @jax.jit
+    def env_step(key, env_state, episode, totals, action):
+        key, step_key = jax.random.split(key)
+        obs, env_state, episode, outputs, (ep_return, ep_length, ep_done) = step_envs(
+            env, env_params, step_key, env_state, episode, action
+        )
+        totals = (totals[0] + ep_done.sum(), totals[1] + ep_return.sum(), totals[2] + ep_length.sum())
+        return key, env_state, episode, totals, obs, outputs
+
+    return env_step
+
+
+def policy_step(agent: Agent, obs):
+    """Sample actions as CleanRL does; no argument validation (it would read tensors on the host)."""
+    logits = agent.logits(obs)
+    action = torch.distributions.Categorical(logits=logits, validate_args=False).sample()
+    return action, logits.log_softmax(-1).gather(-1, action[:, None]).squeeze(-1)
+
+
+def rollout(runner: Runner, act, critic, env_step, storage: Storage, totals, args: Args):
+    """num_steps steps of every env; returns the runner, the Transition, and the episode totals
+    (finished episodes, the sum of their returns, of their lengths), counted on from `totals`."""
+    env_state, obs, episode, key = runner
+    env_outputs = []
+    for step in range(args.num_steps):
+        action, logprob = act(obs)
+        # torch -> JAX, zero-copy. int32: JAX runs without x64 and would convert (copy) an int64 action.
+        # On GPU, jax.dlpack.from_dlpack makes JAX's stream wait for torch's current stream.
+        key, env_state, episode, totals, next_obs, outputs = env_step(
+            key, env_state, episode, totals, jax.dlpack.from_dlpack(action.int())
+        )
+        storage.obs[step], storage.action[step], storage.logprob[step] = obs, action, logprob
+        env_outputs.append(outputs)  # reward, terminated, truncated, final_obs: stay in JAX until the end
+        # JAX -> torch, zero-copy. JAX's __dlpack__ blocks until the buffer is ready on CPU; on GPU
+        # it makes torch's current stream wait for it instead (no host sync).
+        obs = torch.from_dlpack(next_obs)
+    reward, terminated, truncated, final_obs = map(torch.from_dlpack, stack_steps(env_outputs))
+    # Acting needs only the actor. The critic sees all observations and final observations of the
+    # rollout at once (the parameters are the same): one batched call, not 2 * num_steps small ones.
+    values = critic(torch.cat([storage.obs, final_obs]).flatten(0, 1)).view(2 * args.num_steps, -1)
+    traj = Transition(*storage, values[: args.num_steps], reward, terminated, truncated, values[args.num_steps :])
+    return Runner(env_state, obs, episode, key), traj, tuple(map(torch.from_dlpack, totals))
+
+
+# ---------------------------------------------------------------- compute_gae
+def compute_gae(rewards, values, bootstrap_values, terminated, truncated, gamma, gae_lambda):
+    """GAE over (num_steps, num_envs) tensors, as a loop backwards in time (eager in both torch
+    scripts: compiling would unroll the loop, minutes of compilation for ~3 ms an iteration).
+
+    bootstrap_values[t] is V of the observation that step t reached before any reset, so a
+    truncated episode is bootstrapped and only a termination cuts the value off. Either one ends
+    the episode, which stops the advantage from flowing back across it."""
+    deltas = rewards + gamma * bootstrap_values * (1.0 - terminated.float()) - values
+    discounts = gamma * gae_lambda * (1.0 - (terminated | truncated).float())
+    advantages = torch.empty_like(deltas)
+    advantage = torch.zeros_like(deltas[0])
+    for t in reversed(range(deltas.shape[0])):
+        advantage = deltas[t] + discounts[t] * advantage
+        advantages[t] = advantage
+    return advantages, advantages + values
+
+
+# ---------------------------------------------------------------- ppo_loss
+class Batch(NamedTuple):
+    obs: torch.Tensor
+    action: torch.Tensor
+    logprob: torch.Tensor
+    value: torch.Tensor
+    advantage: torch.Tensor
+    ret: torch.Tensor
+
+
+def ppo_loss(logits, value, mb: Batch, args: Args):
+    """Clipped surrogate + (clipped) value loss - entropy bonus, from the network's outputs."""
+    logprobs = logits.log_softmax(-1)
+    newlogprob = logprobs.gather(-1, mb.action[:, None]).squeeze(-1)
+    entropy = -(logprobs.exp() * logprobs).sum(-1).mean()
+    logratio = newlogprob - mb.logprob
+    ratio = logratio.exp()
+    # population std (correction=0), as jnp.std: the variants normalize identically
+    advantage = (mb.advantage - mb.advantage.mean()) / (mb.advantage.std(correction=0) + 1e-8)
+    pg_loss = torch.max(-advantage * ratio, -advantage * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)).mean()
+    v_loss = (value - mb.ret) ** 2
+    if args.clip_vloss:
+        v_clipped = mb.value + (value - mb.value).clamp(-args.clip_coef, args.clip_coef)
+        v_loss = torch.max(v_loss, (v_clipped - mb.ret) ** 2)
+    v_loss = 0.5 * v_loss.mean()
+    loss = pg_loss - args.ent_coef * entropy + args.vf_coef * v_loss
+    logratio, ratio = logratio.detach(), ratio.detach()
+    return loss, {
+        "policy_loss": pg_loss.detach(),
+        "value_loss": v_loss.detach(),
+        "entropy": entropy.detach(),
+        "old_approx_kl": (-logratio).mean(),
+        "approx_kl": ((ratio - 1) - logratio).mean(),
+        "clipfrac": ((ratio - 1).abs() > args.clip_coef).float().mean(),
+    }
+
+
+# ---------------------------------------------------------------- update
+LOSS_METRICS = ("policy_loss", "value_loss", "entropy", "old_approx_kl", "approx_kl", "clipfrac")
+
+
+def minibatch_step(agent: Agent, optimizer, batch: Batch, index, args: Args):
+    """One gradient step on the minibatch batch[index]: forward, loss, backward, global-norm
+    clipping, Adam. Returns the loss metrics stacked in one tensor, in LOSS_METRICS order."""
+    mb = Batch(*(x[index] for x in batch))
+    logits, value = agent(mb.obs)
+    loss, info = ppo_loss(logits, value, mb, args)
+    optimizer.zero_grad()
+    loss.backward()
+    nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+    optimizer.step()
+    return torch.stack([info[name] for name in LOSS_METRICS])
+
+
+def update(learn_minibatch, batch: Batch, args: Args):
+    """update_epochs passes over the batch in shuffled minibatches of a fixed size; mean metrics."""
+    batch_size = batch.advantage.shape[0]
+    minibatch_size = batch_size // args.num_minibatches
+    metrics = 0.0
+    for _ in range(args.update_epochs):
+        perm = torch.randperm(batch_size, device=batch.advantage.device)
+        for start in range(0, batch_size, minibatch_size):
+            metrics = metrics + learn_minibatch(batch, perm[start : start + minibatch_size])  # on the device
+    return dict(zip(LOSS_METRICS, metrics / (args.update_epochs * args.num_minibatches)))
+
+
+# ---------------------------------------------------------------- timing
+class CompileCounter:
+    """Counts XLA compilations (jax.monitoring events) while it is open."""
+
+    EVENT = "/jax/core/compile/backend_compile_duration"
+
+    def __init__(self):
+        self.count = 0
+
+    def _listen(self, event, duration, **kwargs):
+        self.count += event == self.EVENT
+
+    def __enter__(self):
+        jax.monitoring.register_event_duration_secs_listener(self._listen)
+        return self
+
+    def __exit__(self, *exc):
+        jax.monitoring.unregister_event_duration_listener(self._listen)
+
+
+def select_device(cuda: bool):
+    """The same device for torch and JAX, so that DLPack hands over buffers without copying."""
+    if cuda and torch.cuda.is_available():
+        index = torch.cuda.current_device()
+        try:
+            return torch.device("cuda", index), jax.devices("gpu")[index]
+        except RuntimeError:
+            raise UsageError("torch sees a GPU but jax has none (a CPU-only jaxlib?); install jax with CUDA or pass --no-cuda")
+    return torch.device("cpu"), jax.devices("cpu")[0]
+
+
+def synchronize(device: torch.device):
+    """Wait for the device. On CPU there is nothing to wait for: torch runs each op before it returns,
+    and every JAX output the iteration uses was awaited when DLPack handed it to torch. On GPU,
+    torch.cuda.synchronize waits for all streams of the device, JAX's included (one CUDA context)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def train(args: Args) -> dict:
+    """Train, time every iteration, and return the result record (schema 1)."""
+    start = time.perf_counter()
+    hidden, env, env_params = check_args(args)
+    device, jax_device = select_device(args.cuda)
+    previous_precision = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(args.matmul_precision)  # "highest": no TF32, as in JAX
+    try:
+        with jax.default_device(jax_device), CompileCounter() as compiles:
+            return _train(args, hidden, env, env_params, device, jax_device, start, compiles)
+    finally:
+        torch.set_float32_matmul_precision(previous_precision)
+
+
+def _train(args, hidden, env, env_params, device, jax_device, start, compiles) -> dict:
+    batch_size = args.num_envs * args.num_steps
+    num_iterations = args.total_timesteps // batch_size
+    grad_steps_per_iteration = args.update_epochs * args.num_minibatches
+
+    key = jax.random.key(args.seed)
+    key, reset_key = jax.random.split(key)
+    obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
+    obs = torch.from_dlpack(obs)
+    torch.manual_seed(args.seed)
+    agent = Agent(obs[0].numel(), hidden, env.action_space(env_params).n).to(device)
+    # The learning rate lives in a tensor that the schedule updates in place.
+    lr = torch.tensor(args.learning_rate, device=device)
+    optimizer = torch.optim.Adam(agent.parameters(), lr=lr, eps=1e-5, fused=True)
+    # JAX state committed to the device from the start: a change of placement would retrace env_step.
+    episode = EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
+    env_state, episode, key = jax.device_put((env_state, episode, key), jax_device)
+    no_episodes = jax.device_put((jnp.int32(0), jnp.float32(0), jnp.int32(0)), jax_device)
+    runner = Runner(env_state, obs, episode, key)
+    env_step = make_env_step(env, env_params)
+    steps = (args.num_steps, args.num_envs)
+    storage = Storage(torch.zeros(steps + obs.shape[1:], dtype=obs.dtype, device=device),
+                      torch.zeros(steps, dtype=torch.long, device=device), torch.zeros(steps, device=device))
+
+    def act(obs):
+        return policy_step(agent, obs)
+
+    def learn_minibatch(batch: Batch, index):
+        return minibatch_step(agent, optimizer, batch, index, args)
+
+    critic = agent.value
+
+    def collect(runner: Runner):
+        """Rollout, then GAE; returns the flat batch and the iteration's episode statistics."""
+        learning_rate = lr.clone()
+        with torch.no_grad():  # not inference_mode: the batch's tensors take part in the loss
+            runner, traj, (episodes, return_sum, length_sum) = rollout(runner, act, critic, env_step, storage, no_episodes, args)
+            terminated = traj.terminated if args.bootstrap_truncation else traj.terminated | traj.truncated
+            advantages, returns = compute_gae(
+                traj.reward, traj.value, traj.bootstrap_value, terminated, traj.truncated, args.gamma, args.gae_lambda
+            )
+            batch = Batch(*(x.reshape(batch_size, *x.shape[2:]) for x in (
+                traj.obs, traj.action, traj.logprob, traj.value, advantages, returns)))
+            stats = {
+                "episodes": episodes,
+                "return_sum": return_sum,
+                "length_sum": length_sum,
+                "learning_rate": learning_rate,
+                "explained_variance": 1 - (returns - traj.value).var(correction=0) / returns.var(correction=0),
+            }
+        return runner, batch, stats
+
+    def learn(batch: Batch):
+        return update(learn_minibatch, batch, args)
+
+    def iteration(runner: Runner):
+        runner, batch, stats = collect(runner)
+        return runner, {**stats, **learn(batch)}
+
+    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    writer = Writer(f"runs/{run_name}") if args.tensorboard else None
+    if writer:
+        table = "\n".join(f"|{k}|{v}|" for k, v in dataclasses.asdict(args).items())
+        with_text = EventFileWriter(f"runs/{run_name}")
+        with_text.add_event(Event(wall_time=time.time(), step=0, summary=text_pb("hyperparameters", f"|param|value|\n|-|-|\n{table}")))
+        with_text.close()
+
+    iteration_durations, rollout_durations, update_durations, episodic_return = [], [], [], []
+    returns_per_iteration = []  # (sum, count) of finished episodes, for final_return
+    compiles_before = None
+    setup_duration = time.perf_counter() - start
+    for it in range(num_iterations):
+        # Timed region: no host reads of tensors; the only sync is the one that ends each timer.
+        t0 = time.perf_counter()
+        if args.anneal_lr:  # CleanRL anneals once per iteration: the rate is constant within an update.
+            lr.fill_(args.learning_rate * (1.0 - it / num_iterations))
+        if args.sync_timing:
+            runner, batch, stats = collect(runner)
+            synchronize(device)
+            t1 = time.perf_counter()
+            losses = learn(batch)
+            synchronize(device)
+            t2 = time.perf_counter()
+            rollout_durations.append(t1 - t0)
+            update_durations.append(t2 - t1)
+            metrics = {**stats, **losses}
+        else:
+            runner, metrics = iteration(runner)
+            synchronize(device)
+        iteration_durations.append(time.perf_counter() - t0)
+
+        # Untimed: one fetch of the iteration's metrics, then logging.
+        m = dict(zip(metrics, torch.stack([x.float() for x in metrics.values()]).tolist()))
+        episodes = int(m["episodes"])
+        mean_return = float(m["return_sum"]) / episodes if episodes else None
+        episodic_return.append(mean_return)
+        returns_per_iteration.append((float(m["return_sum"]), episodes))
+        global_step = (it + 1) * batch_size
+        sps = int(global_step / sum(iteration_durations))
+        if writer:
+            if episodes:
+                writer.add_scalar("charts/episodic_return", mean_return, global_step)
+                writer.add_scalar("charts/episodic_length", float(m["length_sum"]) / episodes, global_step)
+            writer.add_scalar("charts/SPS", sps, global_step)
+            writer.add_scalar("charts/learning_rate", m["learning_rate"], global_step)
+            for name in ("value_loss", "policy_loss", "entropy", "old_approx_kl", "approx_kl", "clipfrac", "explained_variance"):
+                writer.add_scalar(f"losses/{name}", m[name], global_step)
+        if not args.quiet:
+            shown = "n/a" if mean_return is None else f"{mean_return:.1f}"
+            print(f"iteration {it + 1}/{num_iterations}  SPS {sps}  return {shown}", flush=True)
+        if it == 0:
+            compiles_before = compiles.count
+    if writer:
+        writer.close()
+
+    last = returns_per_iteration[-10:]
+    finished = sum(n for _, n in last)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "variant": VARIANT,
+        "status": "ok",
+        "env_id": args.env_id,
+        "hidden": list(parse_hidden(args.hidden)),
+        "seed": args.seed,
+        "args": dataclasses.asdict(args),
+        "device": "cpu" if device.type == "cpu" else torch.cuda.get_device_name(device),
+        "versions": library_versions(),
+        "git_commit": git_commit(),
+        "matmul_precision": args.matmul_precision,
+        "param_count": sum(p.numel() for p in agent.parameters()),
+        "env_steps": num_iterations * batch_size,
+        "grad_steps": num_iterations * grad_steps_per_iteration,
+        "sync_timing": args.sync_timing,
+        "setup_duration": setup_duration,
+        "iteration_durations": iteration_durations,
+        "rollout_durations": rollout_durations if args.sync_timing else None,
+        "update_durations": update_durations if args.sync_timing else None,
+        "total_duration": time.perf_counter() - start,
+        "compiles_after_first_iteration": compiles.count - compiles_before,
+        "episodic_return": episodic_return,
+        "final_return": sum(s for s, _ in last) / finished if finished else None,
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+# ---------------------------------------------------------------- main
+def library_versions() -> dict:
+    names = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy", "torch")
+    return {"python": platform.python_version(), **{n: importlib.metadata.version(n) for n in names}}
+
+
+def git_commit() -> Optional[str]:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=os.path.dirname(os.path.abspath(__file__)),
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def write_json_atomic(path: str, record: dict) -> None:
+    """Write to a temporary file beside `path`, then rename: readers never see half a file."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(record, f, indent=1)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = tyro.cli(Args, args=argv)
+    try:
+        result = train(args)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.json_out:
+        write_json_atomic(args.json_out, result)
+    if not args.quiet:
+        durations = result["iteration_durations"]
+        steady = np.median(durations[1:]) if len(durations) > 1 else float("nan")
+        print(f"done: final_return {result['final_return']}  iteration 0 {durations[0]:.3f}s  "
+              f"steady {steady:.4f}s/iteration  compiles after iteration 0: {result['compiles_after_first_iteration']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,128 @@
+"""What only the torch scripts promise: compiled frames that never recompile, no host reads in the
+loop, the network's init, and the learning rate schedule."""
+
+import logging
+import sys
+import traceback
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from tensorboard.util import tensor_util
+
+from conftest import VARIANTS, load
+
+TORCH = [v for v in VARIANTS if v.startswith("torch")]
+SHORT_ARGS = dict(num_envs=8, num_steps=32, num_minibatches=4, update_epochs=2, total_timesteps=3 * 8 * 32)
+
+
+@pytest.mark.skipif("torch_compile" not in VARIANTS, reason="ppo_torch_compile.py is absent")
+def test_compile_counter_counts_dynamo_recompilations():
+    module = load("torch_compile")
+    import torch
+
+    torch.compiler.reset()
+    add_one = torch.compile(lambda x: x + 1, backend="eager", dynamic=False)  # dynamo alone: quick
+    with module.CompileCounter() as compiles:
+        add_one(torch.zeros(2))
+        add_one(torch.zeros(2))
+        assert compiles.count == 1
+        add_one(torch.zeros(3))  # a new shape: a recompilation
+        assert compiles.count == 2
+
+
+@pytest.mark.skipif("torch_compile" not in VARIANTS, reason="ppo_torch_compile.py is absent")
+def test_compiled_frames_exist_and_nothing_recompiles_after_iteration_0(tmp_path, monkeypatch, caplog):
+    monkeypatch.chdir(tmp_path)
+    module = load("torch_compile")
+    import torch
+    from torch._C._dynamo.eval_frame import _debug_get_cache_entry_list as cache_entries
+
+    torch._logging.set_logs(recompiles=True)  # explains any recompilation in the failure message
+    try:
+        with caplog.at_level(logging.DEBUG):
+            record = module.train(module.Args(tensorboard=False, quiet=True, **SHORT_ARGS))
+    finally:
+        torch._logging.set_logs()
+    assert record["compiles_after_first_iteration"] == 0, caplog.text
+
+    # Compiled code hangs on the code objects of the functions dynamo compiled: one entry per
+    # compilation. The policy step, the critic, and the minibatch update (which dynamo resumes in
+    # minibatch_step after its graph breaks, and whose Adam step is a frame of its own) each have
+    # exactly one: compiled once, in iteration 0, and never again.
+    closures = {c.co_name: c for c in module._train.__code__.co_consts if isinstance(c, types.CodeType)}
+    frames = {
+        "act (policy step)": closures["act"],
+        "Agent.value (critic)": module.Agent.value.__code__,
+        "learn_minibatch": closures["learn_minibatch"],
+        "minibatch_step": module.minibatch_step.__code__,
+        "Adam.step": torch.optim.Adam.step.__code__,
+    }
+    assert {name: len(cache_entries(code)) for name, code in frames.items()} == dict.fromkeys(frames, 1)
+
+
+@pytest.mark.skipif("torch" not in VARIANTS, reason="ppo_torch.py is absent")
+def test_no_host_reads_in_the_loop_and_lr_annealed_per_iteration(tmp_path, monkeypatch):
+    """No .item()/float()/bool() of a tensor and no NumPy copy of a JAX array anywhere in training
+    (each is a host sync on a GPU): the metrics come back once per iteration, by one .tolist()."""
+    monkeypatch.chdir(tmp_path)
+    module = load("torch")
+    import jax
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    import torch
+
+    host_reads = []  # where each read happened: the innermost frame of the script or of torch.optim
+    watched = (module.__file__, sys.modules[torch.optim.Adam.__module__].__file__)
+
+    class HostReads(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func.__name__.startswith("_local_scalar_dense"):  # .item(), float(), bool(), int()
+                frame = [f for f in traceback.extract_stack() if f.filename in watched][-1]
+                host_reads.append(f"{Path(frame.filename).name}:{frame.name}")
+            return func(*args, **(kwargs or {}))
+
+    array_type = type(jax.numpy.zeros(1))
+    value = array_type._value
+
+    def counted_value(array):
+        host_reads.append("jax.Array._value")
+        return value.fget(array)
+
+    monkeypatch.setattr(array_type, "_value", property(counted_value))
+    args = module.Args(quiet=True, **SHORT_ARGS)
+    with HostReads():
+        record = module.train(args)
+    assert host_reads == ["adam.py:__init__"]  # the one read: Adam checks 0 <= lr when it is built
+    assert record["compiles_after_first_iteration"] == 0
+
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    events = EventAccumulator(str(run_dir))
+    events.Reload()
+    rates = [float(tensor_util.make_ndarray(e.tensor_proto)) for e in events.Tensors("charts/learning_rate")]
+    # CleanRL: lr * (1 - i / num_iterations) for 0-based iteration i, constant within an update
+    np.testing.assert_allclose(rates, [args.learning_rate * (1 - i / 3) for i in range(3)], rtol=1e-6)
+
+
+@pytest.mark.parametrize("variant", TORCH)
+def test_network_init_and_observation_flattening(variant):
+    module = load(variant)
+    import torch
+
+    torch.manual_seed(0)
+    agent = module.Agent(obs_dim=10 * 10 * 4, hidden=(64, 32), num_actions=3)
+    for mlp, head_gain in ((agent.actor, 0.01), (agent.critic, 1.0)):
+        linears = [m for m in mlp if isinstance(m, torch.nn.Linear)]
+        assert [tuple(m.weight.shape) for m in linears] == [(64, 400), (32, 64), (mlp[-1].out_features, 32)]
+        for linear, gain in zip(linears, (np.sqrt(2), np.sqrt(2), head_gain)):
+            w = linear.weight.detach().double()
+            gram = w @ w.T if w.shape[0] <= w.shape[1] else w.T @ w  # orthogonal rows or columns
+            np.testing.assert_allclose(gram.numpy(), gain**2 * np.eye(min(w.shape)), atol=1e-5)
+            assert not linear.bias.any()
+    obs = torch.rand(5, 10, 10, 4) < 0.5  # a MinAtar-like boolean grid
+    logits, value = agent(obs)
+    assert logits.shape == (5, 3) and value.shape == (5,) and logits.dtype == value.dtype == torch.float32
+    torch.testing.assert_close(agent.value(obs), value)
+    torch.testing.assert_close(agent.logits(obs), logits)
