@@ -3,8 +3,11 @@
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -34,6 +37,7 @@ def load(variant: str):
         path = ROOT / SCRIPTS[variant]
         spec = importlib.util.spec_from_file_location(f"benchback_{variant}", path)
         module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # as an import would: tyro and dynamo look modules up by name
         spec.loader.exec_module(module)
         _modules[variant] = module
     return _modules[variant]
@@ -83,20 +87,45 @@ def loss_and_output_grads(variant: str, module, logits, value, mb, args):
     return loss, info, grads
 
 
-# The smoke run: one short CLI run per variant, shared by the contract and equivalence tests.
-SMOKE_FLAGS = [*SHORT, "--hidden", "32,16", "--seed", "3"]
+# CLI runs that several tests read, started in the background as soon as collection shows a test
+# needs them, two at a time beside the in-process tests: each run keeps about one core busy, so on a
+# 2-core machine this takes minutes off the suite. kind -> (variants, flags).
+BACKGROUND_RUNS = {
+    # one short run per variant, shared by the contract and equivalence tests
+    "smoke": (VARIANTS, [*SHORT, "--hidden", "32,16", "--seed", "3"]),
+    # the default config (819200 steps): test_learning.py. linen_nojit dispatches every op eagerly,
+    # too slow for the default pytest; benchmark.sh's `learn` preset runs it in full.
+    "learned": ([v for v in VARIANTS if v != "linen_nojit"], ["--seed", "1", "--no-tensorboard", "--quiet"]),
+}
+_pool = ThreadPoolExecutor(max_workers=2)
+_runs = {}  # (kind, variant) -> Future of (CompletedProcess, its working directory, its JSON path)
+
+
+def _run_in(cwd: Path, variant: str, flags):
+    out = cwd / "out" / "result.json"
+    return run_script(variant, *flags, "--json-out", str(out), cwd=cwd), cwd, out
+
+
+def pytest_collection_finish(session):
+    used = {name for item in session.items for name in getattr(item, "fixturenames", ())}
+    base = Path(tempfile.mkdtemp(prefix="benchback-runs-"))
+    session.config.add_cleanup(lambda: shutil.rmtree(base, ignore_errors=True))
+    session.config.add_cleanup(lambda: _pool.shutdown(cancel_futures=True))
+    for kind, (variants, flags) in BACKGROUND_RUNS.items():
+        if kind in used:
+            for v in variants:
+                cwd = base / f"{kind}-{v}"
+                cwd.mkdir()
+                _runs[kind, v] = _pool.submit(_run_in, cwd, v, flags)
 
 
 @pytest.fixture(scope="session")
-def smoke(tmp_path_factory):
-    """smoke(variant) -> (CompletedProcess, its working directory, its JSON path); run once."""
-    done = {}
+def smoke():
+    """smoke(variant) -> (CompletedProcess, its working directory, its JSON path)."""
+    return lambda variant: _runs["smoke", variant].result()
 
-    def get(variant):
-        if variant not in done:
-            cwd = tmp_path_factory.mktemp(variant)
-            out = cwd / "out" / "result.json"
-            done[variant] = (run_script(variant, *SMOKE_FLAGS, "--json-out", str(out), cwd=cwd), cwd, out)
-        return done[variant]
 
-    return get
+@pytest.fixture(scope="session")
+def learned():
+    """learned(variant) -> the same, for a run of the default config."""
+    return lambda variant: _runs["learned", variant].result()

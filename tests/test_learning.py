@@ -2,19 +2,16 @@
 
 import pytest
 
-from conftest import VARIANTS, load
+from conftest import BACKGROUND_RUNS, read_json
 
-# linen_nojit dispatches every op eagerly: a full default run is too slow for the default pytest;
-# benchmark.sh's `learn` preset runs it in full; tests/test_nnx_nojit.py::test_short_run_improves
-# checks here that its returns rise.
-SLOW = {"linen_nojit"}
+LEARNING_VARIANTS, _ = BACKGROUND_RUNS["learned"]  # all but linen_nojit: see conftest.py
 
 
-@pytest.mark.parametrize("variant", [v for v in VARIANTS if v not in SLOW])
-def test_default_config_learns_cartpole(variant, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    module = load(variant)
-    record = module.train(module.Args(seed=1, tensorboard=False, quiet=True))
-    assert record["env_steps"] == 819200
+@pytest.mark.parametrize("variant", LEARNING_VARIANTS)
+def test_default_config_learns_cartpole(variant, learned):
+    proc, _, out = learned(variant)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    record = read_json(out)
+    assert record["env_steps"] == 819200 and record["args"]["seed"] == 1
     assert record["final_return"] >= 475, record["episodic_return"]
     assert record["compiles_after_first_iteration"] == 0

@@ -72,7 +72,7 @@ def test_nnx_without_cached_partial_compiles_once_and_runs_the_same():
 
 @needs("linen_nojit")
 def test_short_run_improves():
-    """The eager script learns: a full default run is left to benchmark.sh (see test_learning.py)."""
+    """The eager script learns: a full default run is left to benchmark.sh (see conftest.py)."""
     record, _ = rise_run("linen_nojit")
     returns = record["episodic_return"]
     # About 18 on iteration 0 (only episodes shorter than 32 steps can end in it); a policy that
