@@ -35,6 +35,8 @@ COMPILE_PAIRS = [("jax_linen", "linen_nojit"), ("jax_nnx", "jax_nnx+nocache"), (
 # Iteration 0 holds tracing and compilation; 1-7 may still warm up (caches, allocator); 8-end is steady.
 WINDOWS = {"iteration 0": slice(0, 1), "iterations 1-7": slice(1, 8), "iterations 8-end": slice(8, None)}
 LEARN_THRESHOLD = 475  # issue 6: every variant's final_return on CartPole-v1
+# The learn preset runs each script's default config: the per-iteration goals of issues 3 and 4.
+LEARN_PAIRS = [("jax_nnx", "jax_linen", "steady <= 1.05, iteration 0 <= 1.3"), ("torch_compile", "torch", "steady <= 0.8")]
 COLORS = dict(zip(VARIANTS, plt.get_cmap("tab10").colors))
 MARKERS = {"s": "o", "m": "s", "l": "^"}
 FIGURES = ["duration.png", "speedup.png", "overhead.png", "rollout_update.png", "compilation.png", "scaling.png",
@@ -386,10 +388,20 @@ def plot_learn(runs, out):
         values = [f for f in finals[variant].values() if f is not None]
         passed = len(values) == len(finals[variant]) and min(values) >= LEARN_THRESHOLD
         rows.append([variant, *[fmt(finals[variant].get(s), 4) for s in seeds], "yes" if passed else "no"])
+    first = median_by(runs, lambda r: r.variant, lambda r: r.record["iteration_durations"][0])
+    steady = median_by(runs, lambda r: r.variant, lambda r: r.steady)
+    times = [[v, fmt(first[v]), fmt(steady[v])] for v in ordered(groups, VARIANTS)]
+    pairs = [[a, b, fmt(steady[a] / steady[b]), fmt(first[a] / first[b]), goal]
+             for a, b, goal in LEARN_PAIRS if a in steady and b in steady]
     return [save(fig, out, "learn.png"),
             f"final_return (mean return of the episodes that ended in the last 10 iterations) per seed; "
             f"issue 6 asks for >= {LEARN_THRESHOLD} on every seed:", "",
-            table(["variant", *[f"seed {s}" for s in seeds], f">= {LEARN_THRESHOLD}"], rows)]
+            table(["variant", *[f"seed {s}" for s in seeds], f">= {LEARN_THRESHOLD}"], rows), "",
+            "Seconds per iteration in these default-config runs (iteration 0 includes compilation; steady = "
+            "median of iterations 1-end), median over seeds:", "",
+            table(["variant", "iteration 0", "steady"], times), "",
+            "Ratios of those medians, for the goals of issues 3 and 4:", "",
+            table(["variant", "vs", "steady ratio", "iteration 0 ratio", "goal"], pairs)]
 
 
 # ---------------------------------------------------------------- main

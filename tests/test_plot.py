@@ -73,7 +73,8 @@ def sweep_dir(tmp_path):
         for seed in (1, 2, 3):
             final = 400.0 if (variant, seed) == ("torch", 2) else 480.0 + seed
             write(d, f"learn/{variant}__CartPole-v1__s__seed{seed}.json",
-                  record("learn", variant, "CartPole-v1", "s", seed, total=1, iteration=0.1, final=final,
+                  record("learn", variant, "CartPole-v1", "s", seed, total=1, iteration=0.1 * FACTOR[variant][0],
+                         final=final,
                          returns=[20.0 * (i + 1) + seed for i in range(ITERATIONS)]))
     # What plot.py must skip with a warning: a failure record, a file cut short, a temporary file.
     write(d, "overall/torch__Freeway-MinAtar__l__seed1.json",
@@ -84,14 +85,21 @@ def sweep_dir(tmp_path):
 
 
 def tables(summary: str) -> dict:
-    """{section heading: [row cells]} for every markdown table (header and separator left out)."""
-    result, heading = {}, None
+    """{section heading: [row cells]} for every markdown table (header and separator left out); a
+    section's second table is under "heading #2", and so on."""
+    result, heading, key = {}, None, None
     for line in summary.splitlines():
         if line.startswith("#"):
-            heading = line.lstrip("# ")
-        elif line.startswith("|") and not line.startswith("|---"):
-            result.setdefault(heading, []).append([c.strip() for c in line.strip("|").split("|")])
-    return {k: rows[1:] for k, rows in result.items()}
+            heading, n = line.lstrip("# "), 0
+        elif not line.startswith("|"):
+            key = None
+        elif key is None:  # a table's header
+            n += 1
+            key = heading if n == 1 else f"{heading} #{n}"
+            result[key] = []
+        elif not line.startswith("|---"):
+            result[key].append([c.strip() for c in line.strip("|").split("|")])
+    return result
 
 
 def row(rows, *keys):
@@ -144,6 +152,12 @@ def test_plot_reproduces_known_ratios_and_writes_every_png(sweep_dir, tmp_path, 
     learn = t["Every variant learns CartPole-v1 (learn preset)"]
     assert row(learn, "jax_linen") == ["481", "482", "483", "yes"]
     assert row(learn, "torch") == ["481", "400", "483", "no"]
+    # The learn runs take FACTOR's CartPole column: nnx 1.25x linen, torch_compile 2x torch.
+    first, steady = row(t["Every variant learns CartPole-v1 (learn preset) #2"], "torch_compile")
+    assert close(first, 30 * 0.2) and close(steady, 0.2)
+    steady_ratio, first_ratio, goal = row(t["Every variant learns CartPole-v1 (learn preset) #3"], "jax_nnx", "jax_linen")
+    assert close(steady_ratio, 1.25) and close(first_ratio, 1.25) and "1.05" in goal
+    assert close(row(t["Every variant learns CartPole-v1 (learn preset) #3"], "torch_compile", "torch")[0], 2)
 
 
 def test_plot_writes_into_dir_by_default_and_draws_what_it_has(tmp_path):
