@@ -330,6 +330,7 @@ class CompileCounter:
 
 
 def select_device(cuda: bool):
+    # Run on CPU only in this project: the GPU branch is JAX's documented device API, not verified on a GPU.
     if cuda:
         try:
             return jax.devices("gpu")[0]

@@ -380,7 +380,10 @@ class CompileCounter:
 
 
 def select_device(cuda: bool):
-    """The same device for torch and JAX, so that DLPack hands over buffers without copying."""
+    """The same device for torch and JAX, so that DLPack hands over buffers without copying.
+
+    Run on CPU only in this project: the CUDA path (this pairing, the DLPack stream hand-overs in
+    rollout, synchronize) follows torch's and JAX's documented semantics, not verified on a GPU."""
     if cuda and torch.cuda.is_available():
         index = torch.cuda.current_device()
         try:
