@@ -107,6 +107,8 @@ def _run_in(cwd: Path, variant: str, flags):
 
 
 def pytest_collection_finish(session):
+    if session.config.option.collectonly:
+        return
     used = {name for item in session.items for name in getattr(item, "fixturenames", ())}
     base = Path(tempfile.mkdtemp(prefix="benchback-runs-"))
     session.config.add_cleanup(lambda: shutil.rmtree(base, ignore_errors=True))
