@@ -203,13 +203,16 @@ add_run() {
   R_SIZE+=("$size") R_SEED+=("$seed") R_FLAGS+=("$flags")
 }
 
-# grid EXP TAG FLAGS VARIANT...: those variants x envs x sizes x seeds, as the preset allows.
+# The variant is the innermost loop everywhere: the runs a speedup compares follow each other, so a
+# shared machine's slow spells (tens of percent here) fall on both sides of a ratio, not on one.
+
+# grid EXP TAG FLAGS VARIANT...: envs x sizes x seeds x those variants, as the preset allows.
 grid() {
   local exp=$1 tag=$2 flags=$3 v env size seed; shift 3
-  for v in $(allowed "$exp" variants "$@"); do
-    for env in $(allowed "$exp" envs "${ENVS[@]}"); do
-      for size in $(allowed "$exp" sizes "${SIZES[@]}"); do
-        for ((seed = 1; seed <= REPEATS; seed++)); do
+  for env in $(allowed "$exp" envs "${ENVS[@]}"); do
+    for size in $(allowed "$exp" sizes "${SIZES[@]}"); do
+      for ((seed = 1; seed <= REPEATS; seed++)); do
+        for v in $(allowed "$exp" variants "$@"); do
           add_run "$exp" "$v" "$tag" "$env" "$size" "$seed" "$NUM_ENVS" "$ITERATIONS" "$flags"
         done
       done
@@ -226,16 +229,16 @@ make_plan() {
       compile)  # only nnx has cached_partial to switch off
         if in_list jax_nnx "${VARIANTS[@]}"; then grid compile +nocache --no-cached-partial jax_nnx; fi ;;
       scaling)
-        for v in $(allowed scaling variants "${VARIANTS[@]}"); do
-          for n in "${SCALING_NUM_ENVS[@]}"; do
-            for ((seed = 1; seed <= REPEATS; seed++)); do
+        for n in "${SCALING_NUM_ENVS[@]}"; do
+          for ((seed = 1; seed <= REPEATS; seed++)); do
+            for v in $(allowed scaling variants "${VARIANTS[@]}"); do
               add_run scaling "$v" "" CartPole-v1 s "$seed" "$n" "$SCALING_ITERATIONS" ""
             done
           done
         done ;;
       learn)
-        for v in $(allowed learn variants "${VARIANTS[@]}"); do
-          for ((seed = 1; seed <= REPEATS; seed++)); do add_run learn "$v" "" CartPole-v1 s "$seed" "" "" ""; done
+        for ((seed = 1; seed <= REPEATS; seed++)); do
+          for v in $(allowed learn variants "${VARIANTS[@]}"); do add_run learn "$v" "" CartPole-v1 s "$seed" "" "" ""; done
         done ;;
     esac
   done

@@ -351,6 +351,7 @@ def train(args: Args) -> dict:
 
 
 def _train(args, hidden, env, env_params, device, start, compiles) -> dict:
+    commit = git_commit()  # now, not when the run ends: the checkout may move meanwhile
     batch_size = args.num_envs * args.num_steps
     num_iterations = args.total_timesteps // batch_size
     grad_steps_per_iteration = args.update_epochs * args.num_minibatches
@@ -462,7 +463,7 @@ def _train(args, hidden, env, env_params, device, start, compiles) -> dict:
         "args": dataclasses.asdict(args),
         "device": "cpu" if device.platform == "cpu" else device.device_kind,
         "versions": library_versions(),
-        "git_commit": git_commit(),
+        "git_commit": commit,
         "matmul_precision": args.matmul_precision,
         "param_count": int(sum(x.size for x in jax.tree.leaves(runner.train_state.params))),
         "env_steps": num_iterations * batch_size,

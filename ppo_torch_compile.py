@@ -421,6 +421,7 @@ def train(args: Args) -> dict:
 
 
 def _train(args, hidden, env, env_params, device, jax_device, start, compiles) -> dict:
+    commit = git_commit()  # now, not when the run ends: the checkout may move meanwhile
     batch_size = args.num_envs * args.num_steps
     num_iterations = args.total_timesteps // batch_size
     grad_steps_per_iteration = args.update_epochs * args.num_minibatches
@@ -552,7 +553,7 @@ def _train(args, hidden, env, env_params, device, jax_device, start, compiles) -
         "args": dataclasses.asdict(args),
         "device": "cpu" if device.type == "cpu" else torch.cuda.get_device_name(device),
         "versions": library_versions(),
-        "git_commit": git_commit(),
+        "git_commit": commit,
         "matmul_precision": args.matmul_precision,
         "param_count": sum(p.numel() for p in agent.parameters()),
         "env_steps": num_iterations * batch_size,
