@@ -95,7 +95,7 @@ preset_cpu() {
 
 preset_quick() {
   # A smoke test of the sweep and of every figure: a tiny iteration, so process start-up and
-  # compilation dominate; the timings mean nothing. Under 3 minutes on 2 cores (2:40, 2026-11-23):
+  # compilation dominate; the timings mean nothing. Under 3 minutes on 2 cores (2:25 and 2:48 here):
   # sync and scaling run torch only (it starts fastest), and compile adds no run, since its
   # on/off pairs also come from overall's runs.
   ENVS=(CartPole-v1) SIZES=(s) REPEATS=1 EXPERIMENTS=(overall sync scaling)

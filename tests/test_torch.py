@@ -126,3 +126,18 @@ def test_network_init_and_observation_flattening(variant):
     assert logits.shape == (5, 3) and value.shape == (5,) and logits.dtype == value.dtype == torch.float32
     torch.testing.assert_close(agent.value(obs), value)
     torch.testing.assert_close(agent.logits(obs), logits)
+
+
+@pytest.mark.parametrize("variant", TORCH)
+def test_policy_step_samples_from_the_softmax_of_the_logits(variant):
+    module = load(variant)
+    import torch
+
+    torch.manual_seed(0)
+    logits = torch.tensor([[0.0, 1.0, -1.0, 2.0], [3.0, -30.0, 0.0, 0.5]]).repeat(100_000, 1)
+    agent = types.SimpleNamespace(logits=lambda obs: obs)  # the logits are the "observations"
+    action, logprob = module.policy_step(agent, logits)
+    for row in range(2):
+        frequencies = torch.bincount(action[row::2], minlength=4).double() / 100_000
+        np.testing.assert_allclose(frequencies.numpy(), logits[row].softmax(-1).double().numpy(), atol=0.005)
+    torch.testing.assert_close(logprob, logits.log_softmax(-1).gather(-1, action[:, None]).squeeze(-1))
