@@ -391,7 +391,13 @@ def plot_learn(runs, out):
     first = median_by(runs, lambda r: r.variant, lambda r: r.record["iteration_durations"][0])
     steady = median_by(runs, lambda r: r.variant, lambda r: r.steady)
     times = [[v, fmt(first[v]), fmt(steady[v])] for v in ordered(groups, VARIANTS)]
-    pairs = [[a, b, fmt(steady[a] / steady[b]), fmt(first[a] / first[b]), goal]
+    # benchmark.sh runs a seed's variants one after the other, so a per-seed ratio compares runs
+    # that shared the machine's state at the time.
+    by_seed = {(r.variant, r.seed): r.steady for r in runs}
+    per_seed = {(a, b): ", ".join(fmt(by_seed[a, s] / by_seed[b, s]) for s in seeds
+                                  if (a, s) in by_seed and (b, s) in by_seed)
+                for a, b, _ in LEARN_PAIRS}
+    pairs = [[a, b, fmt(steady[a] / steady[b]), per_seed[a, b], fmt(first[a] / first[b]), goal]
              for a, b, goal in LEARN_PAIRS if a in steady and b in steady]
     return [save(fig, out, "learn.png"),
             f"final_return (mean return of the episodes that ended in the last 10 iterations) per seed; "
@@ -401,7 +407,7 @@ def plot_learn(runs, out):
             "median of iterations 1-end), median over seeds:", "",
             table(["variant", "iteration 0", "steady"], times), "",
             "Ratios of those medians, for the goals of issues 3 and 4:", "",
-            table(["variant", "vs", "steady ratio", "iteration 0 ratio", "goal"], pairs)]
+            table(["variant", "vs", "steady ratio", "steady ratio per seed", "iteration 0 ratio", "goal"], pairs)]
 
 
 # ---------------------------------------------------------------- main

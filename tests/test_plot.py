@@ -20,6 +20,9 @@ BASE = {"s": 10.0, "m": 40.0}  # total duration of jax_linen, seconds
 FACTOR = {"jax_linen": [1, 1, 1], "jax_nnx": [1.25] * 3, "linen_nojit": [4] * 3, "torch": [1, 2, 8],
           "torch_compile": [2, 2, 2], "jax_nnx+nocache": [3.75] * 3}
 ITERATIONS = 12
+# Slow spells of the machine in the learn runs: the medians over seeds stay torch 0.1 s, torch_compile
+# 0.2 s (2x), but seed by seed torch_compile is 1x, 2x, 4x torch.
+LEARN_SLOW = {("torch", 1): 2, ("torch_compile", 3): 2}
 PNGS = {"duration.png", "speedup.png", "overhead.png", "rollout_update.png", "compilation.png", "scaling.png",
         "learning_curves.png", "learn.png"}
 
@@ -73,7 +76,8 @@ def sweep_dir(tmp_path):
         for seed in (1, 2, 3):
             final = 400.0 if (variant, seed) == ("torch", 2) else 480.0 + seed
             write(d, f"learn/{variant}__CartPole-v1__s__seed{seed}.json",
-                  record("learn", variant, "CartPole-v1", "s", seed, total=1, iteration=0.1 * FACTOR[variant][0],
+                  record("learn", variant, "CartPole-v1", "s", seed, total=1,
+                         iteration=0.1 * FACTOR[variant][0] * LEARN_SLOW.get((variant, seed), 1),
                          final=final,
                          returns=[20.0 * (i + 1) + seed for i in range(ITERATIONS)]))
     # What plot.py must skip with a warning: a failure record, a file cut short, a temporary file.
@@ -155,9 +159,12 @@ def test_plot_reproduces_known_ratios_and_writes_every_png(sweep_dir, tmp_path, 
     # The learn runs take FACTOR's CartPole column: nnx 1.25x linen, torch_compile 2x torch.
     first, steady = row(t["Every variant learns CartPole-v1 (learn preset) #2"], "torch_compile")
     assert close(first, 30 * 0.2) and close(steady, 0.2)
-    steady_ratio, first_ratio, goal = row(t["Every variant learns CartPole-v1 (learn preset) #3"], "jax_nnx", "jax_linen")
+    ratios = t["Every variant learns CartPole-v1 (learn preset) #3"]
+    steady_ratio, per_seed, first_ratio, goal = row(ratios, "jax_nnx", "jax_linen")
     assert close(steady_ratio, 1.25) and close(first_ratio, 1.25) and "1.05" in goal
-    assert close(row(t["Every variant learns CartPole-v1 (learn preset) #3"], "torch_compile", "torch")[0], 2)
+    assert [float(x) for x in per_seed.split(", ")] == pytest.approx([1.25] * 3, rel=5e-3)
+    steady_ratio, per_seed, *_ = row(ratios, "torch_compile", "torch")
+    assert close(steady_ratio, 2) and [float(x) for x in per_seed.split(", ")] == pytest.approx([1, 2, 4], rel=5e-3)
 
 
 def test_plot_writes_into_dir_by_default_and_draws_what_it_has(tmp_path):
