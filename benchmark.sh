@@ -203,8 +203,8 @@ add_run() {
   R_SIZE+=("$size") R_SEED+=("$seed") R_FLAGS+=("$flags")
 }
 
-# The variant is the innermost loop everywhere: the runs a speedup compares follow each other, so a
-# shared machine's slow spells (tens of percent here) fall on both sides of a ratio, not on one.
+# The variant is the innermost loop of every experiment: the runs a speedup compares follow each
+# other, so a shared machine's slow spells (tens of percent here) fall on both sides of a ratio.
 
 # grid EXP TAG FLAGS VARIANT...: envs x sizes x seeds x those variants, as the preset allows.
 grid() {
