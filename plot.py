@@ -406,8 +406,7 @@ def plot_learn(runs, out):
             "Seconds per iteration in these default-config runs (iteration 0 includes compilation; steady = "
             "median of iterations 1-end), median over seeds:", "",
             table(["variant", "iteration 0", "steady"], times), "",
-            "Ratios of those medians, and seed by seed (a seed's runs follow each other), for the goals "
-            "of issues 3 and 4:", "",
+            "Ratios of those medians, and seed by seed, for the goals of issues 3 and 4:", "",
             table(["variant", "vs", "steady ratio", "steady ratio per seed", "iteration 0 ratio", "goal"], pairs)]
 
 
