@@ -107,7 +107,7 @@ preset_quick() {
 
 preset_learn() {
   # Issue 6: each script's default config (819200 steps on CartPole-v1), seeds 1-3. On 2 CPU cores a
-  # run takes 20 s (JAX) to 90 s (torch_compile), but about 30 minutes for linen_nojit.
+  # run takes 20 s (JAX) to 1.5-2.5 minutes (torch_compile), but about 37 minutes for linen_nojit.
   EXPERIMENTS=(learn) TIMEOUT=3600
 }
 
