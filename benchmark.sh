@@ -205,6 +205,7 @@ add_run() {
 
 # The variant is the innermost loop of every experiment: the runs a speedup compares follow each
 # other, so a shared machine's slow spells (tens of percent here) fall on both sides of a ratio.
+# (compile's NNX runs without cached_partial are the exception: they come after all of overall's.)
 
 # grid EXP TAG FLAGS VARIANT...: envs x sizes x seeds x those variants, as the preset allows.
 grid() {

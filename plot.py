@@ -394,10 +394,11 @@ def plot_learn(runs, out):
     # benchmark.sh runs a seed's variants one after the other, so a per-seed ratio compares runs
     # that shared the machine's state at the time.
     by_seed = {(r.variant, r.seed): r.steady for r in runs}
-    per_seed = {(a, b): ", ".join(fmt(by_seed[a, s] / by_seed[b, s]) for s in seeds
-                                  if (a, s) in by_seed and (b, s) in by_seed)
-                for a, b, _ in LEARN_PAIRS}
-    pairs = [[a, b, fmt(steady[a] / steady[b]), per_seed[a, b], fmt(first[a] / first[b]), goal]
+
+    def per_seed(a, b):
+        return ", ".join(fmt(by_seed[a, s] / by_seed[b, s]) for s in seeds if (a, s) in by_seed and (b, s) in by_seed)
+
+    pairs = [[a, b, fmt(steady[a] / steady[b]), per_seed(a, b), fmt(first[a] / first[b]), goal]
              for a, b, goal in LEARN_PAIRS if a in steady and b in steady]
     return [save(fig, out, "learn.png"),
             f"final_return (mean return of the episodes that ended in the last 10 iterations) per seed; "

@@ -164,7 +164,8 @@ def test_plot_reproduces_known_ratios_and_writes_every_png(sweep_dir, tmp_path, 
     assert close(steady_ratio, 1.25) and close(first_ratio, 1.25) and "1.05" in goal
     assert [float(x) for x in per_seed.split(", ")] == pytest.approx([1.25] * 3, rel=5e-3)
     steady_ratio, per_seed, *_ = row(ratios, "torch_compile", "torch")
-    assert close(steady_ratio, 2) and [float(x) for x in per_seed.split(", ")] == pytest.approx([1, 2, 4], rel=5e-3)
+    assert close(steady_ratio, 2)
+    assert [float(x) for x in per_seed.split(", ")] == pytest.approx([1, 2, 4], rel=5e-3)
 
 
 def test_plot_writes_into_dir_by_default_and_draws_what_it_has(tmp_path):
