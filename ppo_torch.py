@@ -23,10 +23,14 @@ from typing import Literal, NamedTuple, Optional, Sequence
 # JAX takes 75% of the GPU's memory when it first uses the GPU, unless told to allocate on demand;
 # torch shares the card in this process. It must be set before jax initializes.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-# torch's OpenMP threads busy-wait after each parallel op by default, taking the cores that JAX's
-# threads need for the env step (on a 2-core machine iterations became 10x slower). They sleep instead.
-# It must be set before torch loads OpenMP.
+# After each parallel op torch's OpenMP threads busy-wait for the next one, by default for
+# milliseconds, taking the cores that JAX needs for the env step (10x slower iterations on 2 cores).
+# Never busy-waiting (PASSIVE) costs a wake-up per op instead. So they spin ~30 us (GOMP_SPINCOUNT,
+# GNU OpenMP's, which torch's Linux wheels use; it overrides PASSIVE): enough to bridge the ops of
+# an update (1.3x faster here), not a rollout's env step. Measured on CPU. Run one script at a
+# time: beside other busy processes, spinning threads slow them all down.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("GOMP_SPINCOUNT", "3000")
 # (so these imports come after the settings above)
 
 import gymnax
@@ -238,10 +242,13 @@ def make_env_step(env, env_params):
 
 
 def policy_step(agent: Agent, obs):
-    """Sample actions as CleanRL does; no argument validation (it would read tensors on the host)."""
-    logits = agent.logits(obs)
-    action = torch.distributions.Categorical(logits=logits, validate_args=False).sample()
-    return action, logits.log_softmax(-1).gather(-1, action[:, None]).squeeze(-1)
+    """Sample actions from softmax(logits) as torch.multinomial(probs, 1) does (what CleanRL's
+    Categorical.sample calls): argmax(probs / q) with q ~ Exp(1), the same random draws. Written out
+    because multinomial first checks the probabilities on the host, a sync on GPU at every step."""
+    logprobs = agent.logits(obs).log_softmax(-1)
+    q = torch.empty_like(logprobs).exponential_()
+    action = (logprobs.exp() / q).argmax(-1)
+    return action, logprobs.gather(-1, action[:, None]).squeeze(-1)
 
 
 def rollout(runner: Runner, act, critic, env_step, storage: Storage, totals, args: Args):
@@ -334,10 +341,12 @@ def minibatch_step(agent: Agent, optimizer, batch: Batch, index, args: Args):
     mb = Batch(*(x[index] for x in batch))
     logits, value = agent(mb.obs)
     loss, info = ppo_loss(logits, value, mb, args)
-    optimizer.zero_grad()
     loss.backward()
     nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
     optimizer.step()
+    # Gradients are cleared after the step, so that every call starts without any (torch_compile then
+    # compiles one version), and by the module: optimizer.zero_grad() does the same, but dynamo skips it.
+    agent.zero_grad()
     return torch.stack([info[name] for name in LOSS_METRICS])
 
 

@@ -14,6 +14,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The tests run up to three scripts at once (this process and two background runs). torch's OpenMP
+# threads must not busy-wait then (the scripts default to ~30 us, for one process alone): spinning
+# threads of one process would take the cores the others need, several times slower in all.
+# Set before anything loads torch; the scripts' processes inherit it.
+os.environ["GOMP_SPINCOUNT"] = "0"
+
 # variant name -> script. Every test parametrized over VARIANTS runs once per script.
 SCRIPTS = {
     "jax_linen": "ppo_jax_linen.py",

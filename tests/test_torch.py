@@ -130,14 +130,36 @@ def test_network_init_and_observation_flattening(variant):
 
 @pytest.mark.parametrize("variant", TORCH)
 def test_policy_step_samples_from_the_softmax_of_the_logits(variant):
+    """As each script runs it: torch_compile's policy step compiled, with inductor's own random numbers."""
     module = load(variant)
     import torch
 
     torch.manual_seed(0)
     logits = torch.tensor([[0.0, 1.0, -1.0, 2.0], [3.0, -30.0, 0.0, 0.5]]).repeat(100_000, 1)
     agent = types.SimpleNamespace(logits=lambda obs: obs)  # the logits are the "observations"
-    action, logprob = module.policy_step(agent, logits)
+    policy_step = module.policy_step
+    if variant == "torch_compile":
+        torch.compiler.reset()
+        policy_step = torch.compile(policy_step, dynamic=False)
+    action, logprob = policy_step(agent, logits)
     for row in range(2):
         frequencies = torch.bincount(action[row::2], minlength=4).double() / 100_000
         np.testing.assert_allclose(frequencies.numpy(), logits[row].softmax(-1).double().numpy(), atol=0.005)
     torch.testing.assert_close(logprob, logits.log_softmax(-1).gather(-1, action[:, None]).squeeze(-1))
+
+
+@pytest.mark.skipif("torch" not in VARIANTS, reason="ppo_torch.py is absent")
+def test_policy_step_draws_what_categorical_sample_draws():
+    """The sampler is torch.multinomial's own for one sample, written out: from the same seed it picks
+    the same actions as CleanRL's Categorical(logits=...).sample()."""
+    module = load("torch")
+    import torch
+
+    torch.manual_seed(1)
+    logits = 3 * torch.randn(8192, 3)
+    agent = types.SimpleNamespace(logits=lambda obs: obs)
+    torch.manual_seed(0)
+    action, _ = module.policy_step(agent, logits)
+    torch.manual_seed(0)
+    expected = torch.distributions.Categorical(logits=logits).sample()
+    assert torch.equal(action, expected)
