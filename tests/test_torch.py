@@ -49,9 +49,9 @@ def test_compiled_frames_exist_and_nothing_recompiles_after_iteration_0(tmp_path
     assert record["compiles_after_first_iteration"] == 0, caplog.text
 
     # Compiled code hangs on the code objects of the functions dynamo compiled: one entry per
-    # compilation. The policy step, the critic, and the minibatch update (which dynamo resumes in
-    # minibatch_step after its graph breaks, and whose Adam step is a frame of its own) each have
-    # exactly one: compiled once, in iteration 0, and never again.
+    # compilation. The policy step, the critic, and the minibatch update (whose Adam step is a frame of
+    # its own, with graph breaks around it that torch puts there, after which dynamo resumes in
+    # minibatch_step) each have exactly one: compiled once, in iteration 0, and never again.
     closures = {c.co_name: c for c in module._train.__code__.co_consts if isinstance(c, types.CodeType)}
     frames = {
         "act (policy step)": closures["act"],
@@ -163,3 +163,43 @@ def test_policy_step_draws_what_categorical_sample_draws():
     torch.manual_seed(0)
     expected = torch.distributions.Categorical(logits=logits).sample()
     assert torch.equal(action, expected)
+
+
+@pytest.mark.skipif(not {"torch", "torch_compile"} <= set(VARIANTS), reason="needs both torch scripts")
+def test_compiled_update_moves_the_parameters_as_the_eager_one():
+    """One update (2 epochs of 4 minibatches) from the same start: ppo_torch_compile.py's minibatch
+    step, compiled as its train() compiles it (loss.backward() traced into the graph, foreach Adam),
+    against ppo_torch.py's eager one (fused Adam)."""
+    import torch
+
+    eager, compiled = load("torch"), load("torch_compile")
+    args = eager.Args(update_epochs=2, num_minibatches=4)
+    g = torch.Generator().manual_seed(0)
+    n = 256
+    data = (torch.randn(n, 4, generator=g), torch.randint(0, 2, (n,), generator=g), -0.2 - torch.rand(n, generator=g),
+            torch.randn(n, generator=g), torch.randn(n, generator=g), 10 * torch.randn(n, generator=g))  # clipped grads
+    results = {}
+    for module in (eager, compiled):
+        torch.manual_seed(0)
+        agent = module.Agent(obs_dim=4, hidden=(16, 16), num_actions=2)
+        lr = torch.tensor(args.learning_rate)
+        if module is eager:
+            optimizer = torch.optim.Adam(agent.parameters(), lr=lr, eps=1e-5, fused=True)
+            learn = lambda batch, index: module.minibatch_step(agent, optimizer, batch, index, args)
+        else:
+            optimizer = torch.optim.Adam(agent.parameters(), lr=lr, eps=1e-5, foreach=True, capturable=True)
+            torch.compiler.reset()
+            learn = torch.compile(lambda batch, index: module.minibatch_step(agent, optimizer, batch, index, args),
+                                  dynamic=False)
+        with torch._dynamo.config.patch(trace_autograd_ops=True), torch._inductor.config.patch(cpp_wrapper=True):
+            torch.manual_seed(1)  # the minibatch permutations
+            metrics = module.update(learn, module.Batch(*data), args)
+        results[module.VARIANT] = [p.detach() for p in agent.parameters()], metrics
+    (eager_params, eager_metrics), (compiled_params, compiled_metrics) = results["torch"], results["torch_compile"]
+    torch.manual_seed(0)
+    start = module.Agent(obs_dim=4, hidden=(16, 16), num_actions=2).parameters()
+    assert all((p - p0).abs().max() > 1e-4 for p, p0 in zip(eager_params, start))  # every parameter moved
+    for got, want in zip(compiled_params, eager_params):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-6)
+    for name, want in eager_metrics.items():
+        torch.testing.assert_close(compiled_metrics[name], want, rtol=1e-4, atol=1e-6, msg=name)
