@@ -354,10 +354,22 @@ measure_env_costs() {
   ((rc == 0)) || echo "warning: env_cost.py failed (exit code $rc); plot.py will order environments by name"
 }
 
+# check_python: PYTHON runs and has what the chosen variants import, or one line and exit 2.
+check_python() {
+  local modules=(gymnax jax tyro tensorboard) v missing
+  for v in "${VARIANTS[@]}"; do
+    if [[ $v == torch* ]]; then modules+=(torch); else modules+=(flax optax); fi
+  done
+  "$PYTHON" -c '' 2>/dev/null || die "cannot run PYTHON=$PYTHON (set PYTHON to the project's interpreter)"
+  missing=$("$PYTHON" -c 'import importlib.util, sys; print(*sorted({m for m in sys.argv[1:] if not importlib.util.find_spec(m)}))' \
+    "${modules[@]}") || die "PYTHON=$PYTHON failed to look up its packages"
+  [[ -z $missing ]] || die "PYTHON=$PYTHON cannot import: $missing (activate the project's virtual environment, or set PYTHON to its interpreter)"
+}
+
 main() {
   parse_args "$@"
   configure
-  "$PYTHON" -c '' 2>/dev/null || die "cannot run PYTHON=$PYTHON (set PYTHON to the project's interpreter)"
+  check_python
   make_plan
   local total=${#R_NAME[@]} i status k todo=() done_count=0
   echo "benchback sweep: preset $PRESET, $total runs, out $OUT, per-run limit ${TIMEOUT}s"

@@ -84,6 +84,18 @@ def test_bad_arguments_exit_2_with_a_message(flags, message, tmp_path):
     assert proc.returncode == 2 and message in proc.stderr
 
 
+def test_an_interpreter_without_the_packages_is_refused_before_anything_runs(tmp_path):
+    bare = tmp_path / "bare-python"  # the interpreter without site-packages: as if no venv were active
+    bare.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')
+    bare.chmod(0o755)
+    out = tmp_path / "out"
+    proc = sweep("--preset", "learn", "--variants", "jax_linen,torch", "--out", str(out), env={"PYTHON": str(bare)})
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout
+    (line,) = proc.stderr.splitlines()
+    assert "cannot import: flax gymnax jax optax tensorboard torch tyro" in line
+    assert not out.exists()
+
+
 # torch starts fastest (no XLA compilation of a whole iteration), so it keeps this test short.
 QUICK_VARIANT = "torch" if "torch" in VARIANTS else "jax_linen"
 
