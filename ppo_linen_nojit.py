@@ -359,6 +359,9 @@ def _train(args, hidden, env, env_params, device, start, compiles) -> dict:
     key = jax.random.key(args.seed)
     key, init_key, reset_key = jax.random.split(key, 3)
     obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
+    # gymnax's reset leaves some fields weakly typed (MountainCar's velocity is jnp.array(0.0)) and a step
+    # makes them strong: a jitted step would trace and compile again on its second call. Strong from the start.
+    env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if x.weak_type else x, env_state)
     agent = Agent(hidden, env.action_space(env_params).n)
     params = agent.init(init_key, obs)
     schedule = optax.linear_schedule(args.learning_rate, 0.0, num_iterations)

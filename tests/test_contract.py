@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from conftest import ROOT, load, read_json, run_script
+from conftest import ROOT, VARIANTS, load, read_json, run_script
 
 SCHEMA_KEYS = {
     "schema_version", "variant", "status", "env_id", "hidden", "seed", "args", "device", "versions",
@@ -99,6 +99,17 @@ def test_sync_timing_times_rollout_and_update_separately(variant, tmp_path, monk
     check_record(record, variant, env_id="Acrobot-v1", hidden=(16,), seed=1, iterations=3, batch=64,
                  grad_steps_per_iteration=2, sync_timing=True, obs_dim=6, num_actions=3, episodes_finish=False)
     assert list(tmp_path.iterdir()) == []  # --no-tensorboard and no --json-out: nothing written
+
+
+@pytest.mark.parametrize("variant", [v for v in ("jax_linen", "jax_nnx") if v in VARIANTS])
+def test_weakly_typed_env_state_does_not_recompile_the_iteration(variant, tmp_path, monkeypatch):
+    """MountainCar's reset makes a weakly typed field, its step a strong one: the jitted iteration
+    must not see the state's types change between iterations 0 and 1."""
+    monkeypatch.chdir(tmp_path)
+    module = load(variant)
+    args = module.Args(env_id="MountainCar-v0", tensorboard=False, quiet=True, hidden="16", num_envs=4,
+                       num_steps=16, num_minibatches=2, update_epochs=1, total_timesteps=4 * 16 * 2)
+    assert module.train(args)["compiles_after_first_iteration"] == 0
 
 
 BAD_INPUTS = [
