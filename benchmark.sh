@@ -2,7 +2,7 @@
 # benchback sweep: every PPO variant script over environments x model sizes x repeats.
 #
 #   bash benchmark.sh                                # the original study's GPU sweep (--preset full)
-#   bash benchmark.sh --preset cpu                   # the same experiments, about 70 minutes on 2 CPU cores
+#   bash benchmark.sh --preset cpu                   # the same experiments, about 60 minutes on 2 CPU cores
 #   bash benchmark.sh --preset quick --out /tmp/q    # a smoke test, under 3 minutes on 2 CPU cores
 #   bash benchmark.sh --preset learn                 # every variant learns CartPole-v1 (3 seeds)
 #   bash benchmark.sh --preset full --variants jax_linen,torch --sizes s --dry-run
@@ -82,7 +82,7 @@ preset_full() {
 }
 
 preset_cpu() {
-  # 70 minutes on a 2-core machine (a full run, 2026-11-23). The large model
+  # 60 minutes on a 2-core machine (a full run, 2026-11-24). The large model
   # (1024x6) costs minutes per iteration here, so sizes are s and m; linen_nojit (eager, ~15-20 s per
   # iteration) is over half the total. 10 iterations still give the overhead plot its 8-end
   # window; the four envs span the env-cost axis (MountainCar cheapest, Freeway dearest).
@@ -107,7 +107,7 @@ preset_quick() {
 
 preset_learn() {
   # Issue 6: each script's default config (819200 steps on CartPole-v1), seeds 1-3. On 2 CPU cores a
-  # run takes 20 s (JAX) to 1.5-2.5 minutes (torch_compile), but about 37 minutes for linen_nojit.
+  # run takes about 20 s (JAX) or 50-75 s (torch, torch_compile), but about 37 minutes for linen_nojit.
   EXPERIMENTS=(learn) TIMEOUT=3600
 }
 
