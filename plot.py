@@ -93,6 +93,8 @@ def load_runs(directory: Path):
         hidden = tuple(record["hidden"])
         size = SIZES.get(hidden, "x".join(map(str, hidden)))
         runs.append(Run(experiment, variant, record["env_id"], size, record["seed"], args["num_envs"], record))
+        if record["compiles_after_first_iteration"]:  # kept, but its iterations after 0 include compilation
+            warn(f"{path}: compiled {record['compiles_after_first_iteration']} time(s) after iteration 0")
     return runs, failures
 
 
@@ -426,6 +428,9 @@ def header(runs, failures, directory):
              f"Device: {devices}{cores}. Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) + ".",
              f"{len(runs)} runs from {directory}; {len(failures)} files skipped (failed runs, unreadable files)."]
     lines += [f"- skipped: {f}" for f in failures]
+    lines += [f"- compiled again after iteration 0 ({r.record['compiles_after_first_iteration']}x), its times include it: "
+              f"{r.experiment}/{r.variant} {r.env} {r.size} seed {r.seed}"
+              for r in runs if r.record["compiles_after_first_iteration"]]
     return lines + [""]
 
 

@@ -179,6 +179,18 @@ def test_plot_writes_into_dir_by_default_and_draws_what_it_has(tmp_path):
     assert "No runs for this section." in (d / "summary.md").read_text()
 
 
+def test_plot_flags_a_run_that_compiled_after_iteration_0(tmp_path, capsys):
+    d = tmp_path / "recompiled"
+    for seed, compiles in ((1, 0), (2, 1)):
+        rec = record("overall", "jax_linen", "CartPole-v1", "s", seed, total=5, iteration=0.1)
+        rec["compiles_after_first_iteration"] = compiles
+        write(d, f"overall/jax_linen__CartPole-v1__s__seed{seed}.json", rec)
+    assert plot.main([str(d)]) == 0
+    flagged = [line for line in (d / "summary.md").read_text().splitlines() if "compiled again" in line]
+    assert flagged == ["- compiled again after iteration 0 (1x), its times include it: overall/jax_linen CartPole-v1 s seed 2"]
+    assert "seed2.json: compiled 1 time(s) after iteration 0" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("make", [lambda p: p / "missing", lambda p: p, lambda p: write(p, "a.json", "{") or p])
 def test_plot_fails_clearly_on_a_missing_or_empty_dir(make, tmp_path, capsys):
     assert plot.main([str(make(tmp_path))]) == 2
