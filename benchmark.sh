@@ -2,9 +2,9 @@
 # benchback sweep: every PPO variant script over environments x model sizes x repeats.
 #
 #   bash benchmark.sh                                # the original study's GPU sweep (--preset full)
-#   bash benchmark.sh --preset cpu                   # the same experiments, about 60 minutes on 2 CPU cores
+#   bash benchmark.sh --preset cpu                   # the same experiments, about 100 minutes on 2 CPU cores
 #   bash benchmark.sh --preset quick --out /tmp/q    # a smoke test, under 3 minutes on 2 CPU cores
-#   bash benchmark.sh --preset learn                 # every variant learns CartPole-v1 (3 seeds)
+#   bash benchmark.sh --preset learn                 # every variant learns CartPole-v1 (10 seeds)
 #   bash benchmark.sh --preset full --variants jax_linen,torch --sizes s --dry-run
 #   python plot.py benchmark_out/cpu                 # figures and summary.md from the JSON
 #
@@ -14,13 +14,13 @@
 # loses only the run in flight. A run that crashes, times out or runs out of memory leaves a failure
 # record (status "failed", the command, exit code, stderr tail) in its place and the sweep goes on.
 #
-# Experiments (the issue's numbering):
+# Experiments (numbered as in the original study):
 #   overall  (1) async timing, the headline durations and pairwise speedups
 #   sync     (2) --sync-timing: rollout (with GAE) and update timed apart
 #   compile  (3) compilation on/off. linen vs linen_nojit and torch_compile vs torch are variants of
-#                "overall"; nnx's switch is a flag, so this adds the nnx runs without cached_partial
+#                "overall"; nnx's switch is a flag, so this runs nnx with and without cached_partial
 #   scaling  (4) --num-envs sweep on CartPole-v1 with the small model: cost vs amount of work
-#   learn        CartPole-v1, each script's default config, to show every variant learns (issue 6)
+#   learn        CartPole-v1, each script's default config, over many seeds: does every variant learn?
 #
 # Environment: PYTHON (default python3) is the interpreter the variant scripts run under.
 set -euo pipefail
@@ -71,6 +71,9 @@ die() { echo "benchmark.sh: $*" >&2; exit 2; }
 # one experiment's variants/envs/sizes where the whole grid would cost too much.
 # The defaults are the full sweep's; each preset overrides what it changes.
 declare -A RESTRICT=()
+# MAX_SEEDS[VARIANT] caps that variant's repeats below REPEATS, ITERATIONS_OF[VARIANT] its iterations:
+# for a variant too slow to run as often or as long as the others.
+declare -A MAX_SEEDS=() ITERATIONS_OF=()
 VARIANTS=("${ALL_VARIANTS[@]}") ENVS=("${STUDY_ENVS[@]}") SIZES=(s m l) REPEATS=3
 NUM_ENVS=32 NUM_STEPS=256 NUM_MINIBATCHES=8 UPDATE_EPOCHS=10 ITERATIONS=100
 EXPERIMENTS=(overall sync compile scaling)
@@ -82,11 +85,14 @@ preset_full() {
 }
 
 preset_cpu() {
-  # 60 minutes on a 2-core machine (a full run, 2026-11-24). The large model
-  # (1024x6) costs minutes per iteration here, so sizes are s and m; linen_nojit (eager, ~15-20 s per
-  # iteration) is over half the total. 10 iterations still give the overhead plot its 8-end
-  # window; the four envs span the env-cost axis (MountainCar cheapest, Freeway dearest).
-  SIZES=(s m) REPEATS=1 ITERATIONS=10
+  # The large model (1024x6) costs minutes per iteration on 2 cores, so sizes are s and m. 10
+  # iterations still give the overhead plot its 8-end window; the four envs span the env-cost axis
+  # (MountainCar cheapest, Freeway dearest). 3 seeds make every ratio's interval rest on 12 blocks
+  # per size (4 envs x 3 seeds), 3 in the sync experiment (CartPole-v1 only). linen_nojit (eager,
+  # ~15-20 s per iteration) runs one seed of 5 iterations: 4 blocks per size, and its overhead
+  # figure has no 8-end window.
+  SIZES=(s m) REPEATS=3 ITERATIONS=10
+  MAX_SEEDS[linen_nojit]=1 ITERATIONS_OF[linen_nojit]=5
   ENVS=(MountainCar-v0 CartPole-v1 Breakout-MinAtar Freeway-MinAtar)
   RESTRICT[sync:envs]="CartPole-v1"
   SCALING_NUM_ENVS=(32 256 2048) SCALING_ITERATIONS=3
@@ -106,9 +112,11 @@ preset_quick() {
 }
 
 preset_learn() {
-  # Issue 6: each script's default config (819200 steps on CartPole-v1), seeds 1-3. On 2 CPU cores a
-  # run takes about 20 s (JAX) or 50-75 s (torch, torch_compile), but about 37 minutes for linen_nojit.
-  EXPERIMENTS=(learn) TIMEOUT=3600
+  # Each script's default config (819200 steps on CartPole-v1), seeds 1-10: enough for rliable's
+  # interval estimates (plot.py). On 2 CPU cores a run takes about 20 s (JAX) or 50-75 s (torch,
+  # torch_compile), but about 37 minutes for linen_nojit, which runs seeds 1-3.
+  EXPERIMENTS=(learn) REPEATS=10 TIMEOUT=3600
+  MAX_SEEDS[linen_nojit]=3
 }
 
 # ---------------------------------------------------------------- arguments
@@ -204,42 +212,62 @@ add_run() {
 }
 
 # The variant is the innermost loop of every experiment: the runs a speedup compares follow each
-# other, so a shared machine's slow spells (tens of percent here) fall on both sides of a ratio.
-# (compile's NNX runs without cached_partial are the exception: they come after all of overall's.)
+# other, so a shared machine's slow spells (tens of percent here) fall on both sides of a ratio. Each
+# repeat (seed) is one such block, and the variants' order rotates from block to block, so that no
+# variant always runs first after a pause (or after a run that leaves the machine warm).
+
+# block SEED VARIANT...: the variants of one block, rotated by SEED - 1, one per line.
+block() {
+  local seed=$1 i n; shift; n=$#
+  local variants=("$@")
+  for ((i = 0; i < n; i++)); do echo "${variants[(i + seed - 1) % n]}"; done
+}
+
+# seeds_of VARIANT: how many seeds that variant runs (REPEATS, or the preset's cap for it).
+seeds_of() { echo "${MAX_SEEDS[$1]:-$REPEATS}"; }
+
+# block_runs EXP TAG ENV SIZE SEED NUM_ENVS ITERATIONS FLAGS VARIANT...: one block's runs.
+block_runs() {
+  local exp=$1 tag=$2 env=$3 size=$4 seed=$5 num_envs=$6 iterations=$7 flags=$8 v; shift 8
+  for v in $(block "$seed" "$@"); do
+    ((seed <= $(seeds_of "$v"))) || continue
+    if [[ $v == jax_nnx+nocache ]]; then  # a setting of jax_nnx, not a script of its own
+      add_run "$exp" jax_nnx "$tag+nocache" "$env" "$size" "$seed" "$num_envs" "$iterations" "$flags --no-cached-partial"
+    else
+      add_run "$exp" "$v" "$tag" "$env" "$size" "$seed" "$num_envs" "${ITERATIONS_OF[$v]:-$iterations}" "$flags"
+    fi
+  done
+}
 
 # grid EXP TAG FLAGS VARIANT...: envs x sizes x seeds x those variants, as the preset allows.
 grid() {
-  local exp=$1 tag=$2 flags=$3 v env size seed; shift 3
+  local exp=$1 tag=$2 flags=$3 env size seed; shift 3
   for env in $(allowed "$exp" envs "${ENVS[@]}"); do
     for size in $(allowed "$exp" sizes "${SIZES[@]}"); do
       for ((seed = 1; seed <= REPEATS; seed++)); do
-        for v in $(allowed "$exp" variants "$@"); do
-          add_run "$exp" "$v" "$tag" "$env" "$size" "$seed" "$NUM_ENVS" "$ITERATIONS" "$flags"
-        done
+        block_runs "$exp" "$tag" "$env" "$size" "$seed" "$NUM_ENVS" "$ITERATIONS" "$flags" $(allowed "$exp" variants "$@")
       done
     done
   done
 }
 
 make_plan() {
-  local exp v n seed
+  local exp n seed
   for exp in "${EXPERIMENTS[@]}"; do
     case $exp in
       overall) grid overall "" "" "${VARIANTS[@]}" ;;
       sync) grid sync "" --sync-timing "${VARIANTS[@]}" ;;
-      compile)  # only nnx has cached_partial to switch off
-        if in_list jax_nnx "${VARIANTS[@]}"; then grid compile +nocache --no-cached-partial jax_nnx; fi ;;
+      compile)  # only nnx has cached_partial to switch off: both settings, block by block
+        if in_list jax_nnx "${VARIANTS[@]}"; then grid compile "" "" jax_nnx jax_nnx+nocache; fi ;;
       scaling)
         for n in "${SCALING_NUM_ENVS[@]}"; do
           for ((seed = 1; seed <= REPEATS; seed++)); do
-            for v in $(allowed scaling variants "${VARIANTS[@]}"); do
-              add_run scaling "$v" "" CartPole-v1 s "$seed" "$n" "$SCALING_ITERATIONS" ""
-            done
+            block_runs scaling "" CartPole-v1 s "$seed" "$n" "$SCALING_ITERATIONS" "" $(allowed scaling variants "${VARIANTS[@]}")
           done
         done ;;
       learn)
         for ((seed = 1; seed <= REPEATS; seed++)); do
-          for v in $(allowed learn variants "${VARIANTS[@]}"); do add_run learn "$v" "" CartPole-v1 s "$seed" "" "" ""; done
+          block_runs learn "" CartPole-v1 s "$seed" "" "" "" $(allowed learn variants "${VARIANTS[@]}")
         done ;;
     esac
   done

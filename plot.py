@@ -1,19 +1,24 @@
 """Figures and tables from a benchmark.sh output directory.
 
-    python plot.py benchmark_out/cpu                 # PNGs and summary.md into that directory
+    python plot.py benchmark_out/cpu                 # PNGs, summary.md and summary.json into that directory
     python plot.py benchmark_out/cpu --out results   # ... or into another one
 
 Reads every run JSON (schema 1) under DIR, skipping with a warning files that do not parse and
 failure records, plus DIR/env_cost.json (the x-axis "environment cost") when it is there.
 Which experiment a run belongs to is its `args.exp_name`, which benchmark.sh sets.
-Speedups are ratios of times on the same (env, size), each time the median over seeds:
-"A vs B = 2.0" means A took half as long as B.
+Every speedup is a ratio time(B) / time(A) ("A vs B = 2.0": A took half as long as B), computed per
+block of runs that ran back to back (same experiment, env, size, num_envs, seed), then the geometric
+mean over the blocks with a 95% bootstrap interval and the verdict the interval allows. Learning is
+compared with rliable: IQM, mean and probability of improvement, with stratified-bootstrap intervals.
+Writes the figures, summary.md, and every ratio and learning statistic in summary.json.
 """
 
 import argparse
 import itertools
 import json
+import os
 import sys
+import tempfile
 import warnings
 from collections import defaultdict
 from dataclasses import dataclass
@@ -24,6 +29,9 @@ import matplotlib
 matplotlib.use("Agg")  # headless: no display needed, nothing opens a window
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from rliable import library as rly  # noqa: E402
+from rliable import metrics as rly_metrics  # noqa: E402
+from scipy import stats  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 VARIANTS = ["jax_linen", "jax_nnx", "jax_nnx+nocache", "linen_nojit", "torch", "torch_compile"]
@@ -34,9 +42,9 @@ EXPERIMENTS = ("overall", "sync", "compile", "scaling", "learn")
 COMPILE_PAIRS = [("jax_linen", "linen_nojit"), ("jax_nnx", "jax_nnx+nocache"), ("torch_compile", "torch")]
 # Iteration 0 holds tracing and compilation; 1-7 may still warm up (caches, allocator); 8-end is steady.
 WINDOWS = {"iteration 0": slice(0, 1), "iterations 1-7": slice(1, 8), "iterations 8-end": slice(8, None)}
-LEARN_THRESHOLD = 475  # issue 6: every variant's final_return on CartPole-v1
-# The learn preset runs each script's default config: the per-iteration goals of issues 3 and 4.
-LEARN_PAIRS = [("jax_nnx", "jax_linen", "steady <= 1.05, iteration 0 <= 1.3"), ("torch_compile", "torch", "steady <= 0.8")]
+# The learn preset runs each script's default config: its per-iteration times answer "does NNX cost
+# more than Linen?" and "how much faster is the compiled torch iteration?". (A, B): time(B) / time(A).
+LEARN_PAIRS = [("jax_linen", "jax_nnx"), ("torch_compile", "torch")]
 COLORS = dict(zip(VARIANTS, plt.get_cmap("tab10").colors))
 MARKERS = {"s": "o", "m": "s", "l": "^"}
 FIGURES = ["duration.png", "speedup.png", "overhead.png", "rollout_update.png", "compilation.png", "scaling.png",
@@ -146,6 +154,110 @@ def plain_log_ticks(ax) -> None:
             axis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if few_decades and f"{v:e}"[0] in "25" else ""))
 
 
+# ---------------------------------------------------------------- statistics
+# A ratio is computed per block: the runs of one experiment, env, size, num_envs and seed, which
+# benchmark.sh runs back to back, so a slow spell of the machine falls on both sides of it. Over the
+# blocks: the geometric mean, with a 95% bootstrap interval (resampling blocks, so pairs stay pairs).
+CONFIDENCE = 0.95
+MIN_BLOCKS = 3  # fewer gives no interval worth the name
+BOOTSTRAP = dict(n_resamples=10_000, confidence_level=CONFIDENCE)
+RLIABLE_REPS = 2_000  # rliable's stratified bootstrap: final returns
+CURVE_REPS = 500  # ... and the interval bands of the learning curves, one interval per iteration
+SEED = 0  # the same records give the same intervals
+METRICS = {  # seconds, per run
+    "steady": lambda r: r.steady,
+    "iteration 0": lambda r: r.record["iteration_durations"][0],
+    "total": lambda r: r.total,
+    "rollout": lambda r: steady_part(r, "rollout_durations"),
+    "update": lambda r: steady_part(r, "update_durations"),
+}
+SPEEDUP_METRICS = ("steady", "iteration 0", "total")
+RATIO_TEXT = ("per block (same experiment, env, size, num_envs and seed), then the geometric mean over the "
+              f"blocks with its {CONFIDENCE:.0%} bootstrap interval. Verdict: A or B faster when the interval "
+              f"excludes 1, no difference detected when it contains 1, too few runs under {MIN_BLOCKS} blocks.")
+
+
+def steady_part(run, key) -> float:
+    """Median of a --sync-timing part (rollout or update) over iterations 1-end."""
+    durations = run.record[key]
+    return float(np.median(durations[1:] or durations))
+
+
+def block(run):
+    return run.experiment, run.env, run.size, run.num_envs, run.seed
+
+
+def paired_ratios(runs, a, b, metric):
+    """time(b) / time(a) in every block where both ran."""
+    times = {(r.variant, block(r)): METRICS[metric](r) for r in runs}
+    return [times[b, k] / times[a, k] for (v, k) in times if v == a and (b, k) in times]
+
+
+def interval(values, statistic) -> tuple[float, float]:
+    """scipy's bootstrap interval (BCa) of statistic(values), or the percentile one where BCa is undefined."""
+    for method in ("BCa", "percentile"):
+        with warnings.catch_warnings():  # BCa of a sample this small may be undefined: nan, then percentile
+            warnings.simplefilter("ignore")
+            ci = stats.bootstrap((values,), statistic, method=method, rng=np.random.default_rng(SEED), **BOOTSTRAP)
+        low, high = ci.confidence_interval
+        if np.isfinite(low) and np.isfinite(high):
+            return float(low), float(high)
+    value = float(statistic(values))
+    return value, value  # every resample gives the same value: all the values are equal
+
+
+def ratio_verdict(low, high, n_blocks) -> str:
+    if n_blocks < MIN_BLOCKS:
+        return "too few runs"
+    return "A faster" if low > 1 else "B faster" if high < 1 else "no difference detected"
+
+
+def compare(runs, a, b, metric, size):
+    """The ratio time(b) / time(a) for one size and metric, as a summary.json row; None without a block."""
+    ratios = paired_ratios([r for r in runs if r.size == size], a, b, metric)
+    if not ratios:
+        return None
+    logs = np.log(ratios)
+    low = high = np.nan
+    if len(ratios) >= MIN_BLOCKS:
+        low, high = np.exp(interval(logs, np.mean))
+    experiments = sorted({r.experiment for r in runs if r.size == size and r.variant in (a, b)})
+    return {"a": a, "b": b, "metric": metric, "size": size, "experiment": "+".join(experiments),
+            "ratio": float(np.exp(logs.mean())), "ci_low": none_if_nan(low), "ci_high": none_if_nan(high),
+            "n_blocks": len(ratios), "verdict": ratio_verdict(low, high, len(ratios)), "blocks": ratios}
+
+
+def none_if_nan(x):
+    return None if x is None or not np.isfinite(x) else float(x)
+
+
+def with_interval(value, low, high, digits=3) -> str:
+    """'1.00 [0.97, 1.03]', or the value alone where there is no interval."""
+    if low is None:
+        return fmt(value, digits)
+    return f"{fmt(value, digits)} [{fmt(low, digits)}, {fmt(high, digits)}]"
+
+
+def ratio_table(rows) -> str:
+    return table(["size", "A", "B", "ratio [95% CI]", "blocks", "verdict"],
+                 [[r["size"], r["a"], r["b"], with_interval(r["ratio"], r["ci_low"], r["ci_high"]), r["n_blocks"],
+                   r["verdict"]] for r in rows])
+
+
+def draw_ratios(ax, rows):
+    """Per row: its blocks as dots, the geometric mean as a bar with its interval."""
+    for i, r in enumerate(rows):
+        ax.scatter(np.full(len(r["blocks"]), i), r["blocks"], s=10, color="tab:blue", alpha=0.5)
+        ax.hlines(r["ratio"], i - 0.3, i + 0.3, color="k")
+        if r["ci_low"] is not None:
+            ax.errorbar(i, r["ratio"], yerr=[[r["ratio"] - r["ci_low"]], [r["ci_high"] - r["ratio"]]], color="k",
+                        capsize=4, lw=1.2)
+    ax.axhline(1, color="gray", lw=0.8, ls="--")
+    ax.set_xticks(range(len(rows)), [f"{r['a']}\nvs {r['b']}" for r in rows], rotation=90, fontsize=6)
+    ax.set_xlim(-0.5, max(len(rows), 1) - 0.5)
+    ax.set_yscale("log")
+
+
 # ---------------------------------------------------------------- environment cost
 def env_axis(directory: Path, envs):
     """({env: x}, label, log scale?): the env-step cost in microseconds, or the env's rank by name."""
@@ -190,51 +302,27 @@ def plot_durations(runs, directory, out):
             table(["env", "size", *variants], rows)]
 
 
-def speedup_table(runs, metric):
-    """{size: [(A, B, [time_B / time_A per env])]} for every variant pair on the same (env, size)."""
-    times = median_by(runs, lambda r: (r.variant, r.env, r.size), metric)
-    result = {}
-    for size in sizes_of(runs):
-        pairs = []
-        for a, b in itertools.combinations(ordered([k[0] for k in times], SPEEDUP_VARIANTS), 2):
-            if a in SPEEDUP_VARIANTS and b in SPEEDUP_VARIANTS:
-                envs = sorted({k[1] for k in times if (a, k[1], size) in times and (b, k[1], size) in times})
-                ratios = [times[(b, e, size)] / times[(a, e, size)] for e in envs]
-                if ratios:
-                    pairs.append((a, b, ratios))
-        result[size] = pairs
-    return result
-
-
-def ratio_rows(pairs_by_size):
-    return [[size, a, b, fmt(np.exp(np.mean(np.log(r))), 3), fmt(np.median(r), 3), fmt(min(r), 3),
-             fmt(max(r), 3), len(r)] for size, pairs in pairs_by_size.items() for a, b, r in pairs]
-
-
-def plot_speedups(runs, out):
-    metrics = {"total duration": lambda r: r.total, "steady-state iteration (median of iterations 1-end)": lambda r: r.steady}
-    tables = {name: speedup_table(runs, fn) for name, fn in metrics.items()}
+def plot_speedups(runs, out, stats):
+    """Pairwise ratios of every two variants, per size and metric, with their intervals."""
     sizes = sizes_of(runs)
-    if not any(pairs for by_size in tables.values() for pairs in by_size.values()):
-        return ["No two variants ran on the same (env, size)."]
-    fig, axes = plt.subplots(len(metrics), len(sizes), figsize=(4 + 3 * len(sizes), 8), squeeze=False)
-    for row, (name, by_size) in zip(axes, tables.items()):
+    variants = ordered([r.variant for r in runs if r.variant in SPEEDUP_VARIANTS], SPEEDUP_VARIANTS)
+    pairs = list(itertools.combinations(variants, 2))
+    rows = {m: [compare(runs, a, b, m, size) for size in sizes for a, b in pairs] for m in SPEEDUP_METRICS}
+    rows = {m: [r for r in rs if r] for m, rs in rows.items()}
+    if not any(rows.values()):
+        return ["No two variants ran in the same block (experiment, env, size, num_envs, seed)."]
+    stats.extend(r for rs in rows.values() for r in rs)
+    fig, axes = plt.subplots(len(SPEEDUP_METRICS), len(sizes), figsize=(4 + 3 * len(sizes), 11), squeeze=False)
+    for row, metric in zip(axes, SPEEDUP_METRICS):
         for ax, size in zip(row, sizes):
-            pairs = by_size[size]
-            labels = [f"{a}\nvs {b}" for a, b, _ in pairs]
-            for i, (_, _, ratios) in enumerate(pairs):
-                ax.scatter(np.full(len(ratios), i), ratios, s=12, color="tab:blue", alpha=0.6)
-                ax.hlines(np.exp(np.mean(np.log(ratios))), i - 0.3, i + 0.3, color="k")
-            ax.axhline(1, color="gray", lw=0.8, ls="--")
-            ax.set_xticks(range(len(labels)), labels, rotation=90, fontsize=6)
-            ax.set(xlim=(-0.5, len(labels) - 0.5), title=f"{name}, size {size}", ylabel="time(B) / time(A)")
-            ax.set_yscale("log")
+            draw_ratios(ax, [r for r in rows[metric] if r["size"] == size])
+            ax.set(title=f"{metric}, size {size}", ylabel="time(B) / time(A)")
             ax.title.set_fontsize(8)
-    header = ["size", "A", "B", "geomean", "median", "min", "max", "envs"]
     lines = [save(fig, out, "speedup.png"),
-             "Speedup of A over B = time(B) / time(A) per environment (> 1: A is faster); bars: geometric mean.", ""]
-    for name, by_size in tables.items():
-        lines += [f"### Speedup, {name}", "", table(header, ratio_rows(by_size)), ""]
+             f"Speedup of A over B = time(B) / time(A) (> 1: A is faster), {RATIO_TEXT} Dots: the blocks; "
+             "bars: the geometric mean and its interval.", ""]
+    for metric in SPEEDUP_METRICS:
+        lines += [f"### Speedup, {metric}", "", ratio_table(rows[metric]), ""]
     return lines
 
 
@@ -262,7 +350,7 @@ def plot_overhead(runs, out):
             table(["size", "variant", *WINDOWS], rows)]
 
 
-def plot_rollout_update(runs, out):
+def plot_rollout_update(runs, out, stats):
     sizes, variants = sizes_of(runs), ordered([r.variant for r in runs], VARIANTS)
     parts = {}
     for key, group in group_by(runs, lambda r: (r.variant, r.size)).items():
@@ -283,43 +371,48 @@ def plot_rollout_update(runs, out):
         ax.legend(fontsize=7, loc="lower right")
     rows = [[size, v, fmt(r), fmt(u), fmt(r / (r + u), 2)] for size in sizes for v in variants
             for r, u in [parts.get((v, size), (np.nan, np.nan))]]
-    return [save(fig, out, "rollout_update.png"),
-            "Seconds per iteration with --sync-timing (median over iterations 1-end, then over environments and seeds):", "",
-            table(["size", "variant", "rollout + GAE", "update", "rollout share"], rows)]
+    lines = [save(fig, out, "rollout_update.png"),
+             "Seconds per iteration with --sync-timing (median over iterations 1-end, then over environments and seeds):", "",
+             table(["size", "variant", "rollout + GAE", "update", "rollout share"], rows)]
+    for metric in ("rollout", "update"):
+        ratios = [compare(runs, a, b, metric, size) for size in sizes for a, b in itertools.combinations(variants, 2)]
+        ratios = [r for r in ratios if r]
+        stats.extend(ratios)
+        lines += ["", f"### Speedup, {metric} (--sync-timing)", "",
+                  f"time(B) / time(A) of the {'rollout + GAE' if metric == 'rollout' else 'update'}, {RATIO_TEXT}", "",
+                  ratio_table(ratios)]
+    return lines
 
 
-def plot_compilation(runs, out):
-    """Compiled vs not compiled on the same (env, size): speedup = time(off) / time(on)."""
+def plot_compilation(runs, out, stats):
+    """Compiled vs not compiled: speedup = time(not compiled) / time(compiled), block by block."""
     sizes = sizes_of(runs)
-    metrics = {"total": lambda r: r.total, "steady": lambda r: r.steady}
-    results = {}  # (on, off, size, metric) -> ratios over envs
-    for metric, fn in metrics.items():
-        times = median_by(runs, lambda r: (r.variant, r.env, r.size), fn)
-        for (on, off), size in itertools.product(COMPILE_PAIRS, sizes):
-            envs = sorted({k[1] for k in times if (on, k[1], size) in times and (off, k[1], size) in times})
-            if envs:
-                results[(on, off, size, metric)] = [times[(off, e, size)] / times[(on, e, size)] for e in envs]
-    if not results:
-        return ["No compiled and not-compiled runs on the same (env, size)."]
+    rows = [compare(runs, on, off, metric, size) for size in sizes for on, off in COMPILE_PAIRS
+            for metric in SPEEDUP_METRICS]
+    rows = [r for r in rows if r]
+    if not rows:
+        return ["No compiled and not-compiled runs in the same block."]
+    stats.extend(rows)
     fig, axes = plt.subplots(1, len(sizes), figsize=(5 * len(sizes), 4.5), squeeze=False)
     for ax, size in zip(axes[0], sizes):
-        for j, metric in enumerate(metrics):
-            pairs = [(on, off) for on, off in COMPILE_PAIRS if (on, off, size, metric) in results]
-            geo = [np.exp(np.mean(np.log(results[(on, off, size, metric)]))) for on, off in pairs]
-            bars = ax.bar(np.arange(len(pairs)) + 0.4 * j, geo, 0.4, label=f"{metric} (geomean over envs)")
-            ax.bar_label(bars, fmt="%.3g", fontsize=7)
-            ax.set_xticks(np.arange(len(pairs)) + 0.2, [f"{on}\nvs {off}" for on, off in pairs], fontsize=7)
+        for j, metric in enumerate(SPEEDUP_METRICS):
+            cell = [r for r in rows if (r["size"], r["metric"]) == (size, metric)]
+            x = np.array([COMPILE_PAIRS.index((r["a"], r["b"])) for r in cell]) + 0.27 * j
+            bars = ax.bar(x, [r["ratio"] for r in cell], 0.27, label=metric)
+            ax.errorbar(x, [r["ratio"] for r in cell], fmt="none", color="k", capsize=3,
+                        yerr=np.array([[r["ratio"] - (r["ci_low"] or r["ratio"]), (r["ci_high"] or r["ratio"]) - r["ratio"]]
+                                       for r in cell]).T.reshape(2, -1))
+            ax.bar_label(bars, fmt="%.3g", fontsize=6)
+        ax.set_xticks(np.arange(len(COMPILE_PAIRS)) + 0.27, [f"{on}\nvs {off}" for on, off in COMPILE_PAIRS], fontsize=7)
         ax.axhline(1, color="gray", lw=0.8, ls="--")
         ax.set(ylabel="time(not compiled) / time(compiled)", title=f"Compilation on/off, size {size}")
         ax.set_yscale("log")
         ax.legend(fontsize=7)
-    rows = [[size, on, off, metric, fmt(np.exp(np.mean(np.log(r))), 3), fmt(np.median(r), 3), len(r)]
-            for size, (on, off), metric in itertools.product(sizes, COMPILE_PAIRS, metrics)
-            for r in [results.get((on, off, size, metric))] if r]
     return [save(fig, out, "compilation.png"),
-            "Speedup from compilation = time(not compiled) / time(compiled) per environment; total = whole run, "
-            "steady = median iteration 1-end:", "",
-            table(["size", "compiled", "not compiled", "metric", "geomean", "median", "envs"], rows)]
+            f"Speedup from compilation = time(not compiled) / time(compiled), {RATIO_TEXT} "
+            "(jax_nnx+nocache: NNX without cached_partial, run beside jax_nnx in the compile experiment.)", "",
+            *[line for metric in SPEEDUP_METRICS
+              for line in (f"**{metric}**", "", ratio_table([r for r in rows if r["metric"] == metric]), "")]]
 
 
 def steps_per_second(run) -> float:
@@ -345,20 +438,36 @@ def plot_scaling(runs, out):
             table(["variant", *[f"{n} envs" for n in num_envs]], rows)]
 
 
+def iqm_over_runs(scores):
+    """rliable's IQM (metrics.aggregate_iqm: scipy's trim_mean cutting 25% each side), per column at
+    once, in NumPy: a curve's bootstrap calls it thousands of times."""
+    cut = int(0.25 * len(scores))
+    return np.sort(scores, axis=0)[cut : len(scores) - cut].mean(0)
+
+
+def interval_estimates(scores: dict, func, reps: int = RLIABLE_REPS):
+    """rliable's point estimates and stratified-bootstrap intervals, the same for the same scores."""
+    with warnings.catch_warnings():  # rliable hands arch a RandomState, which arch 7 takes with a FutureWarning
+        warnings.simplefilter("ignore", FutureWarning)
+        return rly.get_interval_estimates(scores, func, reps=reps, random_state=np.random.RandomState(SEED))
+
+
 def curve(group):
-    """(env steps, mean, min, max) of episodic_return over the runs of a group (nan: no episode ended)."""
+    """(env steps, IQM over the runs, interval low, interval high) of episodic_return per iteration, over
+    the iterations where every run finished an episode; the interval is rliable's stratified bootstrap."""
     length = min(len(r.record["episodic_return"]) for r in group)
     returns = np.array([[np.nan if x is None else x for x in r.record["episodic_return"][:length]] for r in group])
     steps = np.arange(1, length + 1) * group[0].record["env_steps"] / len(group[0].record["episodic_return"])
-    with warnings.catch_warnings():  # an iteration where no seed finished an episode is nan, as it should be
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return steps, np.nanmean(returns, 0), np.nanmin(returns, 0), np.nanmax(returns, 0)
+    keep = np.isfinite(returns).all(0)
+    steps, returns = steps[keep], returns[:, keep]
+    iqm, ci = interval_estimates({"runs": returns[:, None, :]}, lambda s: iqm_over_runs(s[:, 0, :]), reps=CURVE_REPS)
+    return steps, iqm["runs"], *ci["runs"]
 
 
 def draw_curves(ax, groups, label=lambda variant: variant):
     for variant in ordered(groups, VARIANTS):
-        steps, mean, low, high = curve(groups[variant])
-        ax.plot(steps, mean, color=COLORS.get(variant), label=label(variant))
+        steps, iqm, low, high = curve(groups[variant])
+        ax.plot(steps, iqm, color=COLORS.get(variant), label=label(variant))
         ax.fill_between(steps, low, high, color=COLORS.get(variant), alpha=0.2)
 
 
@@ -373,44 +482,87 @@ def plot_learning_curves(runs, out):
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=7)
     return [save(fig, out, "learning_curves.png", legend_inches=0.3),
-            "Episodic return per iteration (mean over seeds; shaded: min to max), runs of the overall experiment."]
+            f"Episodic return per iteration: IQM over seeds, shaded its {CONFIDENCE:.0%} stratified-bootstrap interval "
+            "(rliable); runs of the overall experiment."]
 
 
-def plot_learn(runs, out):
-    groups = group_by(runs, lambda r: r.variant)
-    finals = {v: {r.seed: r.record["final_return"] for r in group} for v, group in groups.items()}
-    fig, ax = plt.subplots(figsize=(8, 5))
-    draw_curves(ax, groups, lambda v: f"{v}: final " + ", ".join(fmt(finals[v][s], 4) for s in sorted(finals[v])))
-    ax.axhline(LEARN_THRESHOLD, color="gray", ls="--", lw=0.8)
-    ax.set(xlabel="env steps", ylabel="episodic return", title="CartPole-v1, default config: every variant")
-    ax.legend(fontsize=8)
-    seeds = sorted({r.seed for r in runs})
+def learning_statistics(finals, reference="jax_linen"):
+    """Per variant, rliable's IQM and mean of final_return with stratified-bootstrap intervals and the
+    probability of improvement over the reference with its interval, as summary.json rows."""
+    scores = {v: np.array(f, dtype=float)[:, None] for v, f in finals.items()}  # (runs, 1 task)
+    aggregate = lambda s: np.array([rly_metrics.aggregate_iqm(s), rly_metrics.aggregate_mean(s)])
+    point, ci = interval_estimates(scores, aggregate)
+    pairs = {v: (scores[v], scores[reference]) for v in scores if v != reference and reference in scores}
+    improvement, improvement_ci = interval_estimates(pairs, rly_metrics.probability_of_improvement)
     rows = []
-    for variant in ordered(groups, VARIANTS):
-        values = [f for f in finals[variant].values() if f is not None]
-        passed = len(values) == len(finals[variant]) and min(values) >= LEARN_THRESHOLD
-        rows.append([variant, *[fmt(finals[variant].get(s), 4) for s in seeds], "yes" if passed else "no"])
+    for v in ordered(scores, VARIANTS):
+        n = len(finals[v])
+        pi = float(improvement.get(v, np.nan))
+        pi_low, pi_high = np.ravel(improvement_ci.get(v, (np.nan, np.nan)))
+        if v == reference:
+            verdict = "the reference"
+        elif v not in improvement or n < MIN_BLOCKS or len(finals[reference]) < MIN_BLOCKS:
+            verdict = "too few runs"
+        else:
+            verdict = ("learns like the reference" if pi_low <= 0.5 <= pi_high else
+                       "learns better than the reference" if pi_low > 0.5 else "learns worse than the reference")
+        rows.append({"variant": v, "n_seeds": n, "iqm": float(point[v][0]), "iqm_ci_low": float(ci[v][0][0]),
+                     "iqm_ci_high": float(ci[v][1][0]), "mean": float(point[v][1]), "mean_ci_low": float(ci[v][0][1]),
+                     "mean_ci_high": float(ci[v][1][1]), f"prob_improvement_vs_{reference}": none_if_nan(pi),
+                     f"prob_improvement_vs_{reference}_ci_low": none_if_nan(pi_low),
+                     f"prob_improvement_vs_{reference}_ci_high": none_if_nan(pi_high),
+                     "min": float(np.min(finals[v])), "verdict": verdict})
+    return rows
+
+
+def plot_learn(runs, out, stats, learning):
+    groups = group_by(runs, lambda r: r.variant)
+    finals = {v: [r.record["final_return"] for r in sorted(g, key=lambda r: r.seed) if r.record["final_return"] is not None]
+              for v, g in groups.items()}
+    rows = learning_statistics({v: f for v, f in finals.items() if f})
+    learning.extend(rows)
+    fig, (curves, bars) = plt.subplots(1, 2, figsize=(13, 5), gridspec_kw={"width_ratios": [3, 2]})
+    draw_curves(curves, groups, lambda v: f"{v} ({len(groups[v])} seeds)")
+    curves.set(xlabel="env steps", ylabel="episodic return (IQM over seeds)", title="CartPole-v1, default config")
+    curves.legend(fontsize=8)
+    for i, r in enumerate(rows):
+        color = COLORS.get(r["variant"])
+        for name, y in (("iqm", i + 0.2), ("mean", i - 0.2)):
+            bars.errorbar(r[name], y, xerr=[[r[name] - r[f"{name}_ci_low"]], [r[f"{name}_ci_high"] - r[name]]],
+                          fmt="o" if name == "iqm" else "s", color=color, capsize=3, alpha=1 if name == "iqm" else 0.6,
+                          label={"iqm": "IQM", "mean": "mean"}[name] if i == 0 else None)
+        seeds = finals[r["variant"]]
+        bars.scatter(seeds, np.full(len(seeds), i), s=8, color="gray", alpha=0.5, label="runs" if i == 0 else None)
+    bars.set_yticks(range(len(rows)), [r["variant"] for r in rows], fontsize=8)
+    bars.set_ylim(-0.6, len(rows) - 0.4)
+    bars.set(xlabel="final_return (last 10 iterations)", title=f"IQM and mean with {CONFIDENCE:.0%} intervals")
+    bars.legend(fontsize=7)
+    key = "prob_improvement_vs_jax_linen"
+    learn_rows = [[r["variant"], r["n_seeds"], with_interval(r["iqm"], r["iqm_ci_low"], r["iqm_ci_high"], 4),
+                   with_interval(r["mean"], r["mean_ci_low"], r["mean_ci_high"], 4), fmt(r["min"], 4),
+                   with_interval(r.get(key), r.get(f"{key}_ci_low"), r.get(f"{key}_ci_high"), 2) if r.get(key) is not None
+                   else "n/a", r["verdict"]] for r in rows]
     first = median_by(runs, lambda r: r.variant, lambda r: r.record["iteration_durations"][0])
     steady = median_by(runs, lambda r: r.variant, lambda r: r.steady)
     times = [[v, fmt(first[v]), fmt(steady[v])] for v in ordered(groups, VARIANTS)]
-    # benchmark.sh runs a seed's variants one after the other, so a per-seed ratio compares runs
-    # that shared the machine's state at the time.
-    by_seed = {(r.variant, r.seed): r.steady for r in runs}
-
-    def per_seed(a, b):
-        return ", ".join(fmt(by_seed[a, s] / by_seed[b, s]) for s in seeds if (a, s) in by_seed and (b, s) in by_seed)
-
-    pairs = [[a, b, fmt(steady[a] / steady[b]), per_seed(a, b), fmt(first[a] / first[b]), goal]
-             for a, b, goal in LEARN_PAIRS if a in steady and b in steady]
+    ratios = [compare(runs, a, b, metric, size) for a, b in LEARN_PAIRS for metric in ("steady", "iteration 0")
+              for size in sizes_of(runs)]
+    ratios = [r for r in ratios if r]
+    stats.extend(ratios)
     return [save(fig, out, "learn.png"),
-            f"final_return (mean return of the episodes that ended in the last 10 iterations) per seed; "
-            f"issue 6 asks for >= {LEARN_THRESHOLD} on every seed:", "",
-            table(["variant", *[f"seed {s}" for s in seeds], f">= {LEARN_THRESHOLD}"], rows), "",
-            "Seconds per iteration in these default-config runs (iteration 0 includes compilation; steady = "
-            "median of iterations 1-end), median over seeds:", "",
+            f"final_return (mean return of the episodes that ended in the last 10 iterations) over seeds: IQM and "
+            f"mean with {CONFIDENCE:.0%} stratified-bootstrap intervals, the lowest run, and the probability that a "
+            "run of the variant ends higher than a run of jax_linen (rliable). A variant learns like the reference "
+            "when that probability's interval contains 0.5.", "",
+            table(["variant", "seeds", "IQM [95% CI]", "mean [95% CI]", "lowest", "P(improvement over jax_linen)",
+                   "verdict"], learn_rows), "",
+            "Seconds per iteration in these runs (iteration 0 includes compilation; steady = median of iterations "
+            "1-end), median over seeds:", "",
             table(["variant", "iteration 0", "steady"], times), "",
-            "Ratios of those medians, and seed by seed, for the goals of issues 3 and 4:", "",
-            table(["variant", "vs", "steady ratio", "steady ratio per seed", "iteration 0 ratio", "goal"], pairs)]
+            f"Ratios time(B) / time(A) seed by seed, {RATIO_TEXT}", "",
+            table(["metric", "A", "B", "ratio [95% CI]", "blocks", "verdict"],
+                  [[r["metric"], r["a"], r["b"], with_interval(r["ratio"], r["ci_low"], r["ci_high"]), r["n_blocks"],
+                    r["verdict"]] for r in ratios])]
 
 
 # ---------------------------------------------------------------- main
@@ -453,24 +605,37 @@ def main(argv=None) -> int:
 
     by_experiment = group_by(runs, lambda r: r.experiment)
     overall, sync = by_experiment["overall"], by_experiment["sync"]
+    ratios, learning = [], []  # summary.json's rows, filled by the sections
     sections = [  # (title, experiment's runs, how to draw them)
         ("Total duration by environment cost", overall, lambda rs: plot_durations(rs, args.dir, out)),
-        ("Pairwise speedups", overall, lambda rs: plot_speedups(rs, out)),
+        ("Pairwise speedups", overall, lambda rs: plot_speedups(rs, out, ratios)),
         ("Overhead: iteration 0 vs 1-7 vs 8-end", overall, lambda rs: plot_overhead(rs, out)),
-        ("Rollout vs update (--sync-timing)", sync, lambda rs: plot_rollout_update(rs, out)),
-        ("Compilation on/off", overall + by_experiment["compile"], lambda rs: plot_compilation(rs, out)),
+        ("Rollout vs update (--sync-timing)", sync, lambda rs: plot_rollout_update(rs, out, ratios)),
+        ("Compilation on/off", overall + by_experiment["compile"], lambda rs: plot_compilation(rs, out, ratios)),
         ("Scaling with --num-envs", by_experiment["scaling"], lambda rs: plot_scaling(rs, out)),
         ("Learning curves", overall, lambda rs: plot_learning_curves(rs, out)),
-        ("Every variant learns CartPole-v1 (learn preset)", by_experiment["learn"], lambda rs: plot_learn(rs, out)),
+        ("Does every variant learn CartPole-v1? (learn preset)", by_experiment["learn"],
+         lambda rs: plot_learn(rs, out, ratios, learning)),
     ]
     lines = header(runs, failures, args.dir)
     for title, section_runs, draw in sections:
         lines += [f"## {title}", ""]
         lines += draw(section_runs) if section_runs else ["No runs for this section."]
         lines.append("")
-    (out / "summary.md").write_text("\n".join(lines))
-    print(f"wrote {out / 'summary.md'} and {sum((out / name).exists() for name in FIGURES)} figures")
+    write_atomic(out / "summary.md", "\n".join(lines))
+    write_atomic(out / "summary.json", json.dumps({
+        "confidence": CONFIDENCE, "min_blocks": MIN_BLOCKS,
+        "ratios": [{k: v for k, v in r.items() if k != "blocks"} for r in ratios], "learning": learning}, indent=1))
+    print(f"wrote {out / 'summary.md'}, summary.json and {sum((out / name).exists() for name in FIGURES)} figures")
     return 0
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Through a temporary file and a rename, as the scripts write their records: never half a file."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

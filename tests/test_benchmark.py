@@ -4,6 +4,7 @@ The bookkeeping tests run a fake variant (tests/fixtures/fake_variant.py) throug
 wrapper, so they take seconds; the quick-preset test runs the real jax_linen script.
 """
 
+import itertools
 import json
 import os
 import re
@@ -61,15 +62,30 @@ def test_dry_run_plans_the_issue_sweeps_and_writes_nothing(tmp_path):
     assert full.returncode == 0, full.stderr
     n = len(VARIANTS)
     nnx = int("jax_nnx" in VARIANTS)
-    # 12 envs x 3 sizes x 3 repeats for overall and sync; nnx without cached_partial; 8 num_envs x 3 repeats
+    # 12 envs x 3 sizes x 3 repeats for overall and sync; nnx with and without cached_partial; 8 num_envs x 3 repeats
     assert f"overall: {n * 12 * 3 * 3} runs" in full.stdout and f"sync: {n * 12 * 3 * 3} runs" in full.stdout
-    assert (f"compile: {12 * 3 * 3} runs" in full.stdout) == bool(nnx)
+    assert (f"compile: {2 * 12 * 3 * 3} runs" in full.stdout) == bool(nnx)
     assert f"scaling: {n * 8 * 3} runs" in full.stdout
-    assert f"plan: {n * (2 * 108 + 24) + nnx * 108} runs, 0 already done" in full.stdout
+    assert f"plan: {n * (2 * 108 + 24) + nnx * 216} runs, 0 already done" in full.stdout
     assert "overall/jax_linen__SpaceInvaders-MinAtar__l__seed3" in full.stdout
     learn = sweep("--preset", "learn", "--dry-run", "--out", str(out))
-    assert f"learn: {3 * n} runs" in learn.stdout
+    planned = re.findall(r"learn/(\w+)__CartPole-v1__s__seed(\d+)", learn.stdout)
+    for v in VARIANTS:  # rliable's statistics need many seeds; linen_nojit's take 37 minutes each here
+        assert sorted(int(seed) for variant, seed in planned if variant == v) == list(range(1, 4 if v == "linen_nojit" else 11))
     assert not out.exists()
+
+
+def test_each_block_runs_every_variant_back_to_back_in_a_rotating_order(tmp_path):
+    plan = sweep("--preset", "cpu", "--experiments", "overall,compile", "--envs", "CartPole-v1", "--sizes", "s",
+                 "--dry-run", "--out", str(tmp_path / "out")).stdout
+    runs = re.findall(r"(overall|compile)/([\w+]+)__CartPole-v1__s__seed(\d+)", plan)
+    blocks = [[v for e, v, s in group] for _, group in itertools.groupby(runs, key=lambda r: (r[0], r[2]))]
+    fast = [v for v in VARIANTS if v != "linen_nojit"]
+    assert [sorted(b) for b in blocks[:3]] == [sorted(VARIANTS)] + [sorted(fast)] * 2  # linen_nojit: one seed
+    assert len({b[0] for b in blocks[:3]}) == 3  # a different variant opens each block
+    assert blocks[3:] == [["jax_nnx", "jax_nnx+nocache"], ["jax_nnx+nocache", "jax_nnx"], ["jax_nnx", "jax_nnx+nocache"]]
+    assert "overall/linen_nojit__CartPole-v1__s__seed1  --num-envs 32 --num-steps 256 --num-minibatches 8 " \
+           f"--update-epochs 10 --total-timesteps {5 * 32 * 256}" in plan  # its 5 iterations
 
 
 @pytest.mark.parametrize("flags, message", [

@@ -5,6 +5,7 @@ import json
 import math
 import re
 
+import numpy as np
 import pytest
 
 from conftest import ROOT
@@ -61,11 +62,12 @@ def sweep_dir(tmp_path):
                                "envs": {env: {"median_s": cost} for env, cost in ENVS.items()}})
     for (variant, factors), (i, env), size, seed in [(vf, ie, z, s) for vf in FACTOR.items() for ie in enumerate(ENVS)
                                                      for z in HIDDEN for s in (1, 2)]:
-        experiment = "compile" if variant == "jax_nnx+nocache" else "overall"
         # seeds 0.9x and 1.1x: their median is exactly BASE * factor
         total = BASE[size] * factors[i] * (0.9 if seed == 1 else 1.1)
-        write(d, f"{experiment}/{variant}__{env}__{size}__seed{seed}.json",
-              record(experiment, variant, env, size, seed, total=total, iteration=0.1 * factors[i]))
+        # the compile experiment runs nnx with and without cached_partial, block by block
+        for experiment in {"jax_nnx+nocache": ["compile"], "jax_nnx": ["overall", "compile"]}.get(variant, ["overall"]):
+            write(d, f"{experiment}/{variant}__{env}__{size}__seed{seed}.json",
+                  record(experiment, variant, env, size, seed, total=total, iteration=0.1 * factors[i]))
     for variant in ("jax_linen", "torch"):
         write(d, f"sync/{variant}__CartPole-v1__s__seed1.json",
               record("sync", variant, "CartPole-v1", "s", 1, total=1, iteration=0.2, sync=True))
@@ -129,43 +131,101 @@ def test_plot_reproduces_known_ratios_and_writes_every_png(sweep_dir, tmp_path, 
     assert "skipped: overall/torch__Freeway-MinAtar__m__seed1.json: does not parse" in summary
     t = tables(summary)
 
-    # Pairwise speedups, per size: jax_linen vs torch is 1, 2, 8 over the envs.
+    # Pairwise speedups, per size: jax_linen vs torch is 1, 2, 8 over the envs, on each of 2 seeds.
     for size in HIDDEN:
-        for metric in ("Speedup, total duration", "Speedup, steady-state iteration (median of iterations 1-end)"):
-            geomean, median, low, high, n = row(t[metric], size, "jax_linen", "torch")
-            assert close(geomean, 16 ** (1 / 3)) and close(median, 2) and close(low, 1) and close(high, 8) and n == "3"
-            assert close(row(t[metric], size, "jax_linen", "jax_nnx")[0], 1.25)
-            assert close(row(t[metric], size, "jax_nnx", "torch")[0], 16 ** (1 / 3) / 1.25)
-            assert close(row(t[metric], size, "torch", "torch_compile")[1], 1)  # median of 2, 1, 0.25
-    assert len(t["Speedup, total duration"]) == 2 * 10  # every pair of the five variants, per size
-    assert close(row(t["Total duration by environment cost"], "Breakout-MinAtar", "m")[3], 40 * 8)  # torch
+        for metric in ("steady", "iteration 0", "total"):
+            rows = t[f"Speedup, {metric}"]
+            cell, blocks, verdict = row(rows, size, "jax_linen", "torch")
+            ratio, low, high = numbers(cell)
+            assert close(ratio, 16 ** (1 / 3)) and 1 <= low < ratio < high <= 8 and blocks == "6", cell
+            assert verdict == "A faster"
+            assert close(numbers(row(rows, size, "jax_linen", "jax_nnx")[0])[0], 1.25)
+            assert close(numbers(row(rows, size, "jax_nnx", "torch")[0])[0], 16 ** (1 / 3) / 1.25)
+    assert len(t["Speedup, total"]) == 2 * 10  # every pair of the five variants, per size
+    assert close(float(row(t["Total duration by environment cost"], "Breakout-MinAtar", "m")[3]), 40 * 8)  # torch
 
     # Overhead windows of jax_linen (factor 1): iteration 0 = 3 s, 1-7 = 0.1 s, 8-end = 0.05 s.
     assert [float(c) for c in row(t["Overhead: iteration 0 vs 1-7 vs 8-end"], "s", "jax_linen")] == [3, 0.1, 0.05]
     rollout, update, share = row(t["Rollout vs update (--sync-timing)"], "s", "torch")
-    assert close(rollout, 0.15) and close(update, 0.05) and close(share, 0.75)
+    assert close(float(rollout), 0.15) and close(float(update), 0.05) and close(float(share), 0.75)
+    cell, blocks, verdict = row(t["Speedup, rollout (--sync-timing)"], "s", "jax_linen", "torch")
+    assert cell == "1" and blocks == "1" and verdict == "too few runs"  # one seed: no interval
 
-    compile_rows = t["Compilation on/off"]
-    assert close(row(compile_rows, "m", "jax_linen", "linen_nojit", "total")[0], 4)
-    assert close(row(compile_rows, "s", "jax_nnx", "jax_nnx+nocache", "steady")[0], 3)
-    assert close(row(compile_rows, "s", "torch_compile", "torch", "total")[0], 2 ** (1 / 3))  # of 0.5, 1, 4
+    steady, first, total = (t["Compilation on/off"], t["Compilation on/off #2"], t["Compilation on/off #3"])
+    assert close(numbers(row(total, "m", "jax_linen", "linen_nojit")[0])[0], 4)
+    assert close(numbers(row(steady, "s", "jax_nnx", "jax_nnx+nocache")[0])[0], 3)  # the compile experiment's blocks
+    assert close(numbers(row(total, "s", "torch_compile", "torch")[0])[0], 2 ** (1 / 3))  # of 0.5, 1, 4
+    assert row(first, "s", "torch_compile", "torch")[1] == "6"
 
     # 32 envs x 256 steps in a 0.1 s iteration; 4x the envs in 4x the time: the same rate.
     assert [float(c) for c in row(t["Scaling with --num-envs"], "torch")] == pytest.approx([81920, 81920], rel=5e-3)
 
-    learn = t["Every variant learns CartPole-v1 (learn preset)"]
-    assert row(learn, "jax_linen") == ["481", "482", "483", "yes"]
-    assert row(learn, "torch") == ["481", "400", "483", "no"]
+    learn = t["Does every variant learn CartPole-v1? (learn preset)"]
+    seeds, iqm, mean, lowest, improvement, verdict = row(learn, "torch")
+    assert seeds == "3" and close(numbers(mean)[0], (481 + 400 + 483) / 3) and lowest == "400"
+    assert verdict == "learns like the reference"
+    assert row(learn, "jax_linen")[-2:] == ["n/a", "the reference"]
     # The learn runs take FACTOR's CartPole column: nnx 1.25x linen, torch_compile 2x torch.
-    first, steady = row(t["Every variant learns CartPole-v1 (learn preset) #2"], "torch_compile")
-    assert close(first, 30 * 0.2) and close(steady, 0.2)
-    ratios = t["Every variant learns CartPole-v1 (learn preset) #3"]
-    steady_ratio, per_seed, first_ratio, goal = row(ratios, "jax_nnx", "jax_linen")
-    assert close(steady_ratio, 1.25) and close(first_ratio, 1.25) and "1.05" in goal
-    assert [float(x) for x in per_seed.split(", ")] == pytest.approx([1.25] * 3, rel=5e-3)
-    steady_ratio, per_seed, *_ = row(ratios, "torch_compile", "torch")
-    assert close(steady_ratio, 2)
-    assert [float(x) for x in per_seed.split(", ")] == pytest.approx([1, 2, 4], rel=5e-3)
+    first, steady = row(t["Does every variant learn CartPole-v1? (learn preset) #2"], "torch_compile")
+    assert close(float(first), 30 * 0.2) and close(float(steady), 0.2)
+    ratios = t["Does every variant learn CartPole-v1? (learn preset) #3"]
+    cell, blocks, _ = row(ratios, "steady", "jax_linen", "jax_nnx")
+    assert close(numbers(cell)[0], 1.25) and blocks == "3"
+    cell, blocks, _ = row(ratios, "steady", "torch_compile", "torch")  # seed by seed 1, 1/2, 1/4
+    assert close(numbers(cell)[0], 0.5) and blocks == "3"
+
+    record_json = json.loads((out / "summary.json").read_text())
+    keys = {"a", "b", "metric", "size", "ratio", "ci_low", "ci_high", "n_blocks", "verdict"}
+    assert all(keys <= set(r) for r in record_json["ratios"])
+    (linen_torch,) = [r for r in record_json["ratios"] if (r["a"], r["b"], r["metric"], r["size"], r["experiment"])
+                      == ("jax_linen", "torch", "steady", "s", "overall")]
+    assert close(linen_torch["ratio"], 16 ** (1 / 3)) and linen_torch["n_blocks"] == 6
+    (torch_learning,) = [r for r in record_json["learning"] if r["variant"] == "torch"]
+    assert torch_learning["n_seeds"] == 3 and torch_learning["prob_improvement_vs_jax_linen"] == pytest.approx(
+        3 / 9, abs=1e-9)  # 481: a tie (0.5); 400: no wins; 483: 2 wins and a tie
+
+
+def numbers(cell):
+    """'1.25 [1.1, 1.4]' -> (1.25, 1.1, 1.4); '1.25' -> (1.25,)."""
+    return tuple(float(x) for x in re.findall(r"[-+0-9.e]+", cell))
+
+
+def timed_runs(directory, a_seconds, b_seconds):
+    """Records of jax_linen (A) and torch (B) in the overall experiment, one block per env and seed."""
+    for i, (a, b) in enumerate(zip(a_seconds, b_seconds)):
+        env, seed = list(ENVS)[i % len(ENVS)], 1 + i // len(ENVS)
+        for variant, t in (("jax_linen", a), ("torch", b)):
+            write(directory, f"overall/{variant}__{env}__s__seed{seed}.json",
+                  record("overall", variant, env, "s", seed, total=10 * t, iteration=t))
+
+
+# The machine's drift: each block is slower or faster as a whole, and the two runs of a block differ by a
+# few percent either way, a deviation whose logarithms sum to zero (so the true ratio is exact).
+DRIFT = [1.0, 1.4, 0.8, 1.1, 0.7, 1.3, 0.9, 1.2]
+NOISE = [1.05, 1 / 1.05, 1.1, 1 / 1.1, 1.02, 1 / 1.02, 1.08, 1 / 1.08]
+
+
+@pytest.mark.parametrize("true_ratio, blocks, verdict", [
+    (2.0, 8, "A faster"),  # torch takes twice jax_linen's time: found, and the interval excludes 1
+    (1.0, 8, "no difference detected"),
+    (0.5, 8, "B faster"),
+    (2.0, 2, "too few runs"),
+])
+def test_a_known_ratio_is_found_with_the_verdict_its_interval_allows(tmp_path, true_ratio, blocks, verdict):
+    d = tmp_path / "sweep"
+    a = [0.1 * drift for drift in DRIFT[:blocks]]
+    timed_runs(d, a, [t * true_ratio * noise for t, noise in zip(a, NOISE)])
+    assert plot.main([str(d)]) == 0
+    (steady,) = [r for r in json.loads((d / "summary.json").read_text())["ratios"]
+                 if (r["a"], r["b"], r["metric"]) == ("jax_linen", "torch", "steady")]
+    assert steady["n_blocks"] == blocks and steady["verdict"] == verdict
+    assert steady["ratio"] == pytest.approx(true_ratio * np.exp(np.mean(np.log(NOISE[:blocks]))), rel=1e-6)
+    if blocks >= plot.MIN_BLOCKS:
+        assert steady["ci_low"] < true_ratio < steady["ci_high"] and steady["ci_high"] / steady["ci_low"] < 1.3
+    else:
+        assert steady["ci_low"] is None and steady["ci_high"] is None
+    cell = row(tables((d / "summary.md").read_text())["Speedup, steady"], "s", "jax_linen", "torch")
+    assert cell[1:] == [str(blocks), verdict]
 
 
 def test_plot_writes_into_dir_by_default_and_draws_what_it_has(tmp_path):
