@@ -1,12 +1,15 @@
-"""Time one jitted, vmapped gymnax `env.step` per environment: the env-complexity axis of plot.py.
+"""Time a vmapped gymnax `env.step` per environment: the env-complexity axis of plot.py.
 
     python env_cost.py --out DIR/env_cost.json --num-envs 32 CartPole-v1 Breakout-MinAtar
 
-For each environment: reset `--num-envs` copies, compile `vmap(env.step)` under one `jax.jit`,
-step it with random valid actions (warm-up calls first, then `--calls` timed calls, each ended by
-`block_until_ready`) and keep the median, which ignores the odd slow call from a busy machine.
-Environments already in the output file at the same num_envs are not measured again, so a
-resumed sweep does not redo this. Unknown or unsupported environment ids exit with code 2.
+For each environment: reset `--num-envs` copies and compile one `jax.jit` program that makes
+`--steps` steps of `vmap(env.step)` in a `lax.scan`, with random valid actions drawn beforehand.
+Each call is ended by `block_until_ready`; the cost of a step is the call's time divided by
+`--steps`, so the dispatch and the sync of a call are spread over many steps (on a GPU, one step of
+a small env takes less time than launching it). After a warm-up call, `--calls` timed calls; the
+median ignores the odd slow call from a busy machine.
+Environments already in the output file at the same num_envs and steps are not measured again, so
+a resumed sweep does not redo this. Unknown or unsupported environment ids exit with code 2.
 """
 
 import argparse
@@ -24,32 +27,38 @@ import numpy as np
 # sweep), this script exits without paying their seconds of start-up.
 
 
-def measure(env_id: str, num_envs: int, calls: int, warmup: int, seed: int = 0) -> dict:
+def measure(env_id: str, num_envs: int, steps: int, calls: int, seed: int = 0) -> dict:
     import gymnax
     import jax
 
     env, params = gymnax.make(env_id)
-    space = env.action_space(params)
     key_reset, key_actions, key_steps = jax.random.split(jax.random.key(seed), 3)
     _, state = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(jax.random.split(key_reset, num_envs), params)
-    step = jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, None)))
-    total = warmup + calls
-    # Actions and keys are drawn before timing, so only the step itself is timed.
-    actions = jax.random.randint(key_actions, (total, num_envs), 0, space.n)
-    keys = jax.random.split(key_steps, (total, num_envs))
+    # Drawn before timing, so only the env steps are timed.
+    actions = jax.random.randint(key_actions, (steps, num_envs), 0, env.action_space(params).n)
+    keys = jax.random.split(key_steps, (steps, num_envs))
+
+    @jax.jit
+    def run(state, keys, actions):
+        def one_step(state, key_and_action):
+            key, action = key_and_action
+            _, state, *_ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(key, state, action, params)
+            return state, None
+
+        return jax.lax.scan(one_step, state, (keys, actions))[0]
+
+    state = jax.block_until_ready(run(state, keys, actions))  # compiles, and warms up
     durations = []
-    for i in range(total):
-        key, action = keys[i], actions[i]
+    for _ in range(calls):
         t0 = time.perf_counter()
-        _, state, *_ = jax.block_until_ready(step(key, state, action, params))
-        durations.append(time.perf_counter() - t0)
-    timed = np.array(durations[warmup:])
+        state = jax.block_until_ready(run(state, keys, actions))
+        durations.append((time.perf_counter() - t0) / steps)
     return {
-        "median_s": float(np.median(timed)),
-        "p10_s": float(np.percentile(timed, 10)),
-        "p90_s": float(np.percentile(timed, 90)),
+        "median_s": float(np.median(durations)),
+        "p10_s": float(np.percentile(durations, 10)),
+        "p90_s": float(np.percentile(durations, 90)),
+        "steps_per_call": steps,
         "calls": calls,
-        "warmup": warmup,
     }
 
 
@@ -84,15 +93,19 @@ def main(argv=None) -> int:
     parser.add_argument("env_ids", nargs="+", help="gymnax environment ids")
     parser.add_argument("--out", required=True, help="JSON file to create or extend")
     parser.add_argument("--num-envs", type=int, default=32, help="parallel environments (the training --num-envs)")
-    parser.add_argument("--calls", type=int, default=200, help="timed calls per environment")
-    parser.add_argument("--warmup", type=int, default=10, help="untimed calls after compilation")
+    parser.add_argument("--steps", type=int, default=500, help="env steps per timed call (one lax.scan)")
+    parser.add_argument("--calls", type=int, default=20, help="timed calls per environment")
     args = parser.parse_args(argv)
+    for name in ("num_envs", "steps", "calls"):
+        if getattr(args, name) <= 0:
+            print(f"error: --{name.replace('_', '-')} must be positive; got {getattr(args, name)}", file=sys.stderr)
+            return 2
     record = {}
     if os.path.exists(args.out):
         with open(args.out) as f:
             record = json.load(f)
-    if record.get("num_envs") != args.num_envs:  # costs at another num_envs are not comparable
-        record = {}
+    if (record.get("num_envs"), record.get("steps_per_call")) != (args.num_envs, args.steps):
+        record = {}  # costs measured otherwise are not comparable
     if all(env_id in record.get("envs", {}) for env_id in args.env_ids):
         return 0
     try:
@@ -107,6 +120,7 @@ def main(argv=None) -> int:
     device = jax.devices()[0]
     record.update({
         "num_envs": args.num_envs,
+        "steps_per_call": args.steps,
         "device": "cpu" if device.platform == "cpu" else device.device_kind,
         "host": {"cpu_count": os.cpu_count(), "machine": platform.machine(), "processor": platform.processor(),
                  "system": platform.system()},
@@ -115,7 +129,7 @@ def main(argv=None) -> int:
     envs = record.setdefault("envs", {})
     for env_id in args.env_ids:
         if env_id not in envs:
-            envs[env_id] = measure(env_id, args.num_envs, args.calls, args.warmup)
+            envs[env_id] = measure(env_id, args.num_envs, args.steps, args.calls)
             print(f"env cost {env_id}: {envs[env_id]['median_s'] * 1e6:.1f} us per step of {args.num_envs} envs")
     write_json_atomic(args.out, record)
     return 0

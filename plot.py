@@ -17,6 +17,7 @@ import argparse
 import itertools
 import json
 import os
+import re
 import sys
 import tempfile
 import warnings
@@ -264,7 +265,7 @@ def env_axis(directory: Path, envs):
     try:
         costs = json.loads((directory / "env_cost.json").read_text())
         x = {env: costs["envs"][env]["median_s"] * 1e6 for env in envs}
-        return x, f"env cost: one vmapped env.step of {costs['num_envs']} envs (us, median)", True
+        return x, f"env cost: a vmapped env.step of {costs['num_envs']} envs, in lax.scan (us, median)", True
     except (OSError, ValueError, KeyError) as e:
         warn(f"no env cost for every environment ({e!r}); environments ordered by name instead")
         return {env: i for i, env in enumerate(sorted(envs))}, "environment (by name)", False
@@ -599,15 +600,27 @@ def main(argv=None) -> int:
         print(f"error: no run records (schema-1 JSON with status ok) under {args.dir}", file=sys.stderr)
         return 2
     out = args.out or args.dir
+    by_device = group_by(runs, lambda r: r.record["device"])
+    if len(by_device) == 1:
+        report(runs, failures, args.dir, out)
+        return 0
+    # A time on one device is never divided by a time on another: one report per device.
+    print(f"records from {len(by_device)} devices: one report per device, in {out}/device-*", file=sys.stderr)
+    for device, device_runs in sorted(by_device.items()):
+        report(device_runs, failures, args.dir, out / f"device-{re.sub(r'[^A-Za-z0-9.]+', '-', device)}")
+    return 0
+
+
+def report(runs, failures, directory: Path, out: Path) -> None:
+    """The figures, summary.md and summary.json of runs (all from one device) into out."""
     out.mkdir(parents=True, exist_ok=True)
     for name in FIGURES:  # a figure left from an earlier plot of other data would mislead
         (out / name).unlink(missing_ok=True)
-
     by_experiment = group_by(runs, lambda r: r.experiment)
     overall, sync = by_experiment["overall"], by_experiment["sync"]
     ratios, learning = [], []  # summary.json's rows, filled by the sections
     sections = [  # (title, experiment's runs, how to draw them)
-        ("Total duration by environment cost", overall, lambda rs: plot_durations(rs, args.dir, out)),
+        ("Total duration by environment cost", overall, lambda rs: plot_durations(rs, directory, out)),
         ("Pairwise speedups", overall, lambda rs: plot_speedups(rs, out, ratios)),
         ("Overhead: iteration 0 vs 1-7 vs 8-end", overall, lambda rs: plot_overhead(rs, out)),
         ("Rollout vs update (--sync-timing)", sync, lambda rs: plot_rollout_update(rs, out, ratios)),
@@ -617,17 +630,16 @@ def main(argv=None) -> int:
         ("Does every variant learn CartPole-v1? (learn preset)", by_experiment["learn"],
          lambda rs: plot_learn(rs, out, ratios, learning)),
     ]
-    lines = header(runs, failures, args.dir)
+    lines = header(runs, failures, directory)
     for title, section_runs, draw in sections:
         lines += [f"## {title}", ""]
         lines += draw(section_runs) if section_runs else ["No runs for this section."]
         lines.append("")
     write_atomic(out / "summary.md", "\n".join(lines))
     write_atomic(out / "summary.json", json.dumps({
-        "confidence": CONFIDENCE, "min_blocks": MIN_BLOCKS,
+        "device": runs[0].record["device"], "confidence": CONFIDENCE, "min_blocks": MIN_BLOCKS,
         "ratios": [{k: v for k, v in r.items() if k != "blocks"} for r in ratios], "learning": learning}, indent=1))
     print(f"wrote {out / 'summary.md'}, summary.json and {sum((out / name).exists() for name in FIGURES)} figures")
-    return 0
 
 
 def write_atomic(path: Path, text: str) -> None:

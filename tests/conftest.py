@@ -30,8 +30,10 @@ SCRIPTS = {
 }
 VARIANTS = [v for v, script in SCRIPTS.items() if (ROOT / script).exists()]
 
-# A short config that still exercises every part of an iteration (3 iterations of 8x32).
-SHORT = ["--num-envs", "8", "--num-steps", "32", "--num-minibatches", "4", "--update-epochs", "2",
+# A short config that still exercises every part of an iteration (3 iterations of 8x32). Every test
+# runs on the CPU (--no-cuda), whatever the machine has: what the tests check is the arithmetic and the
+# contract, which the CPU settles; benchmark.sh --preset gpu-check is for a GPU.
+SHORT = ["--no-cuda", "--num-envs", "8", "--num-steps", "32", "--num-minibatches", "4", "--update-epochs", "2",
          "--total-timesteps", str(3 * 8 * 32)]
 
 _modules = {}
@@ -101,7 +103,7 @@ BACKGROUND_RUNS = {
     "smoke": (VARIANTS, [*SHORT, "--hidden", "32,16", "--seed", "3"]),
     # the default config (819200 steps): test_learning.py. linen_nojit dispatches every op eagerly,
     # too slow for the default pytest; benchmark.sh's `learn` preset runs it in full.
-    "learned": ([v for v in VARIANTS if v != "linen_nojit"], ["--seed", "1", "--no-tensorboard", "--quiet"]),
+    "learned": ([v for v in VARIANTS if v != "linen_nojit"], ["--seed", "1", "--no-cuda", "--no-tensorboard", "--quiet"]),
 }
 _pool = ThreadPoolExecutor(max_workers=2)
 _runs = {}  # (kind, variant) -> Future of (CompletedProcess, its working directory, its JSON path)

@@ -39,7 +39,7 @@ def check_record(record, variant, *, env_id, hidden, seed, iterations, batch, gr
     assert record["seed"] == seed
     assert set(record["args"]) == {f.name for f in dataclasses.fields(module.Args)}
     assert record["args"]["env_id"] == env_id and record["args"]["sync_timing"] == sync_timing
-    assert record["device"] == "cpu"  # the test machine has no GPU
+    assert record["device"] == "cpu"  # every test run passes --no-cuda
     expected_versions = {"python", "jax", "jaxlib", "flax", "optax", "gymnax", "numpy"}
     assert expected_versions | ({"torch"} if variant.startswith("torch") else set()) <= set(record["versions"])
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
@@ -92,7 +92,7 @@ def test_cli_smoke_run_writes_schema_1_json_and_tensorboard(variant, smoke):
 def test_sync_timing_times_rollout_and_update_separately(variant, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     module = load(variant)
-    args = module.Args(env_id="Acrobot-v1", tensorboard=False, quiet=True, sync_timing=True, hidden="16",
+    args = module.Args(env_id="Acrobot-v1", cuda=False, tensorboard=False, quiet=True, sync_timing=True, hidden="16",
                        num_envs=4, num_steps=16, num_minibatches=2, update_epochs=1, total_timesteps=4 * 16 * 3)
     record = module.train(args)
     # An untrained Acrobot episode lasts 500 steps: none finishes in 48, so every return is null.
@@ -107,7 +107,7 @@ def test_weakly_typed_env_state_does_not_recompile_the_iteration(variant, tmp_pa
     must not see the state's types change between iterations 0 and 1."""
     monkeypatch.chdir(tmp_path)
     module = load(variant)
-    args = module.Args(env_id="MountainCar-v0", tensorboard=False, quiet=True, hidden="16", num_envs=4,
+    args = module.Args(env_id="MountainCar-v0", cuda=False, tensorboard=False, quiet=True, hidden="16", num_envs=4,
                        num_steps=16, num_minibatches=2, update_epochs=1, total_timesteps=4 * 16 * 2)
     assert module.train(args)["compiles_after_first_iteration"] == 0
 

@@ -228,6 +228,22 @@ def test_a_known_ratio_is_found_with_the_verdict_its_interval_allows(tmp_path, t
     assert cell[1:] == [str(blocks), verdict]
 
 
+def test_records_of_two_devices_give_two_reports_and_no_ratio_across_them(tmp_path, capsys):
+    d = tmp_path / "sweep"
+    timed_runs(d, [0.1] * 4, [0.2] * 4)  # on the CPU: torch takes 2x jax_linen's time
+    for path in list(d.rglob("jax_linen__*.json")):  # jax_linen also ran on a GPU, 10x faster
+        gpu = json.loads(path.read_text())
+        gpu.update(device="NVIDIA H100 80GB HBM3", iteration_durations=[t / 10 for t in gpu["iteration_durations"]])
+        write(d, f"gpu/{path.name}", gpu)
+    assert plot.main([str(d), "--out", str(tmp_path / "out")]) == 0
+    assert "one report per device" in capsys.readouterr().err
+    cpu = json.loads((tmp_path / "out" / "device-cpu" / "summary.json").read_text())
+    gpu = json.loads((tmp_path / "out" / "device-NVIDIA-H100-80GB-HBM3" / "summary.json").read_text())
+    assert (cpu["device"], gpu["device"]) == ("cpu", "NVIDIA H100 80GB HBM3") and gpu["ratios"] == []
+    (steady,) = [r for r in cpu["ratios"] if r["metric"] == "steady"]
+    assert steady["ratio"] == pytest.approx(2) and steady["n_blocks"] == 4
+
+
 def test_plot_writes_into_dir_by_default_and_draws_what_it_has(tmp_path):
     d = tmp_path / "only_overall"
     write(d, "overall/jax_linen__CartPole-v1__s__seed1.json",

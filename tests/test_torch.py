@@ -15,7 +15,7 @@ from tensorboard.util import tensor_util
 from conftest import VARIANTS, load
 
 TORCH = [v for v in VARIANTS if v.startswith("torch")]
-SHORT_ARGS = dict(num_envs=8, num_steps=32, num_minibatches=4, update_epochs=2, total_timesteps=3 * 8 * 32)
+SHORT_ARGS = dict(cuda=False, num_envs=8, num_steps=32, num_minibatches=4, update_epochs=2, total_timesteps=3 * 8 * 32)
 
 
 @pytest.mark.skipif("torch_compile" not in VARIANTS, reason="ppo_torch_compile.py is absent")
@@ -166,19 +166,23 @@ def test_policy_step_draws_what_categorical_sample_draws():
 
 
 @pytest.mark.skipif(not {"torch", "torch_compile"} <= set(VARIANTS), reason="needs both torch scripts")
-def test_compiled_update_moves_the_parameters_as_the_eager_one():
-    """One update (2 epochs of 4 minibatches) from the same start: ppo_torch_compile.py's minibatch
-    step, compiled as its train() compiles it (loss.backward() traced into the graph, foreach Adam),
-    against ppo_torch.py's eager one (fused Adam)."""
+def test_compiled_updates_follow_the_eager_ones_over_iterations():
+    """Four iterations of updates (2 epochs of 4 minibatches each) from the same start, the learning
+    rate annealed in place between them as train() does: ppo_torch_compile.py's minibatch step,
+    compiled as its train() compiles it (loss.backward() traced into the graph, foreach Adam with a
+    tensor learning rate), against ppo_torch.py's eager one (fused Adam). After every iteration the
+    parameters, Adam's moments and step count, and the metrics agree: a compiled graph that read a
+    stale learning rate, kept gradients across calls or clipped differently would drift apart here."""
     import torch
 
     eager, compiled = load("torch"), load("torch_compile")
     args = eager.Args(update_epochs=2, num_minibatches=4)
+    iterations = 4
     g = torch.Generator().manual_seed(0)
     n = 256
     data = (torch.randn(n, 4, generator=g), torch.randint(0, 2, (n,), generator=g), -0.2 - torch.rand(n, generator=g),
             torch.randn(n, generator=g), torch.randn(n, generator=g), 10 * torch.randn(n, generator=g))  # clipped grads
-    results = {}
+    history = {}
     for module in (eager, compiled):
         torch.manual_seed(0)
         agent = module.Agent(obs_dim=4, hidden=(16, 16), num_actions=2)
@@ -191,15 +195,28 @@ def test_compiled_update_moves_the_parameters_as_the_eager_one():
             torch.compiler.reset()
             learn = torch.compile(lambda batch, index: module.minibatch_step(agent, optimizer, batch, index, args),
                                   dynamic=False)
+        history[module.VARIANT] = []
         with torch._dynamo.config.patch(trace_autograd_ops=True), torch._inductor.config.patch(cpp_wrapper=True):
             torch.manual_seed(1)  # the minibatch permutations
-            metrics = module.update(learn, module.Batch(*data), args)
-        results[module.VARIANT] = [p.detach() for p in agent.parameters()], metrics
-    (eager_params, eager_metrics), (compiled_params, compiled_metrics) = results["torch"], results["torch_compile"]
+            for iteration in range(iterations):
+                lr.fill_(args.learning_rate * (1.0 - iteration / iterations))
+                metrics = module.update(learn, module.Batch(*data), args)
+                state = [optimizer.state[p] for p in agent.parameters()]
+                history[module.VARIANT].append({
+                    "parameters": [p.detach().clone() for p in agent.parameters()],
+                    "exp_avg": [s["exp_avg"].clone() for s in state], "exp_avg_sq": [s["exp_avg_sq"].clone() for s in state],
+                    "step": [float(s["step"]) for s in state], "metrics": metrics,
+                    "gradients left": [p.grad is not None for p in agent.parameters()],
+                })
     torch.manual_seed(0)
-    start = module.Agent(obs_dim=4, hidden=(16, 16), num_actions=2).parameters()
-    assert all((p - p0).abs().max() > 1e-4 for p, p0 in zip(eager_params, start))  # every parameter moved
-    for got, want in zip(compiled_params, eager_params):
-        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-6)
-    for name, want in eager_metrics.items():
-        torch.testing.assert_close(compiled_metrics[name], want, rtol=1e-4, atol=1e-6, msg=name)
+    start = eager.Agent(obs_dim=4, hidden=(16, 16), num_actions=2).parameters()
+    final = history["torch"][-1]["parameters"]
+    assert all((p - p0).abs().max() > 1e-4 for p, p0 in zip(final, start))  # every parameter moved
+    for iteration, (want, got) in enumerate(zip(history["torch"], history["torch_compile"])):
+        assert got["step"] == want["step"] == [8.0 * (iteration + 1)] * len(want["step"])
+        assert got["gradients left"] == want["gradients left"]
+        for key in ("parameters", "exp_avg", "exp_avg_sq"):
+            for got_tensor, want_tensor in zip(got[key], want[key]):
+                torch.testing.assert_close(got_tensor, want_tensor, rtol=1e-4, atol=1e-6, msg=f"{key}, iteration {iteration}")
+        for name, value in want["metrics"].items():
+            torch.testing.assert_close(got["metrics"][name], value, rtol=1e-4, atol=1e-6, msg=f"{name}, iteration {iteration}")
