@@ -370,7 +370,9 @@ def _train(args, hidden, env, env_params, device, start, compiles) -> dict:
     tx = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(lr, eps=1e-5))
     train_state = TrainState.create(apply_fn=agent.apply, params=params, tx=tx)
     episode = EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
-    runner = Runner(train_state, env_state, obs, episode, key)
+    # On the device from the start (TrainState.create leaves its step a Python int): the timed loop
+    # then makes no transfer.
+    runner = jax.device_put(Runner(train_state, env_state, obs, episode, key), device)
 
     def collect(runner: Runner):
         """Rollout, then GAE; returns the flat batch and the iteration's episode statistics."""
@@ -416,18 +418,22 @@ def _train(args, hidden, env, env_params, device, start, compiles) -> dict:
     compiles_before = None
     setup_duration = time.perf_counter() - start
     for it in range(num_iterations):
-        # Timed region: the only host sync is the block_until_ready that ends each timer.
+        # Timed region: the only host sync is the block_until_ready that ends each timer. An implicit
+        # read back to the host (a hidden sync) fails the run instead of slowing it. Host to device stays
+        # allowed: each eager op ships its Python scalars (gamma, 1.0, ...) to the device, asynchronously;
+        # jit folds them into the program instead.
         t0 = time.perf_counter()
-        if args.sync_timing:
-            runner, batch, stats = jax.block_until_ready(collect(runner))
-            t1 = time.perf_counter()
-            runner, losses = jax.block_until_ready(learn(runner, batch))
-            t2 = time.perf_counter()
-            rollout_durations.append(t1 - t0)
-            update_durations.append(t2 - t1)
-            metrics = {**stats, **losses}
-        else:
-            runner, metrics = jax.block_until_ready(iteration(runner))
+        with jax.transfer_guard_device_to_host("disallow"), jax.transfer_guard_device_to_device("disallow"):
+            if args.sync_timing:
+                runner, batch, stats = jax.block_until_ready(collect(runner))
+                t1 = time.perf_counter()
+                runner, losses = jax.block_until_ready(learn(runner, batch))
+                t2 = time.perf_counter()
+                rollout_durations.append(t1 - t0)
+                update_durations.append(t2 - t1)
+                metrics = {**stats, **losses}
+            else:
+                runner, metrics = jax.block_until_ready(iteration(runner))
         iteration_durations.append(time.perf_counter() - t0)
 
         # Untimed: one fetch of the iteration's metrics, then logging.
