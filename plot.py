@@ -245,14 +245,18 @@ def ratio_table(rows) -> str:
                    r["verdict"]] for r in rows])
 
 
+def interval_bars(rows):
+    """matplotlib's yerr for the rows' intervals: (below, above) each ratio, 0 where there is none."""
+    return np.array([[r["ratio"] - r["ci_low"], r["ci_high"] - r["ratio"]] if r["ci_low"] is not None else [0, 0]
+                     for r in rows]).T.reshape(2, -1)
+
+
 def draw_ratios(ax, rows):
     """Per row: its blocks as dots, the geometric mean as a bar with its interval."""
     for i, r in enumerate(rows):
         ax.scatter(np.full(len(r["blocks"]), i), r["blocks"], s=10, color="tab:blue", alpha=0.5)
         ax.hlines(r["ratio"], i - 0.3, i + 0.3, color="k")
-        if r["ci_low"] is not None:
-            ax.errorbar(i, r["ratio"], yerr=[[r["ratio"] - r["ci_low"]], [r["ci_high"] - r["ratio"]]], color="k",
-                        capsize=4, lw=1.2)
+    ax.errorbar(range(len(rows)), [r["ratio"] for r in rows], yerr=interval_bars(rows), fmt="none", color="k", capsize=4)
     ax.axhline(1, color="gray", lw=0.8, ls="--")
     ax.set_xticks(range(len(rows)), [f"{r['a']}\nvs {r['b']}" for r in rows], rotation=90, fontsize=6)
     ax.set_xlim(-0.5, max(len(rows), 1) - 0.5)
@@ -400,9 +404,7 @@ def plot_compilation(runs, out, stats):
             cell = [r for r in rows if (r["size"], r["metric"]) == (size, metric)]
             x = np.array([COMPILE_PAIRS.index((r["a"], r["b"])) for r in cell]) + 0.27 * j
             bars = ax.bar(x, [r["ratio"] for r in cell], 0.27, label=metric)
-            ax.errorbar(x, [r["ratio"] for r in cell], fmt="none", color="k", capsize=3,
-                        yerr=np.array([[r["ratio"] - (r["ci_low"] or r["ratio"]), (r["ci_high"] or r["ratio"]) - r["ratio"]]
-                                       for r in cell]).T.reshape(2, -1))
+            ax.errorbar(x, [r["ratio"] for r in cell], yerr=interval_bars(cell), fmt="none", color="k", capsize=3)
             ax.bar_label(bars, fmt="%.3g", fontsize=6)
         ax.set_xticks(np.arange(len(COMPILE_PAIRS)) + 0.27, [f"{on}\nvs {off}" for on, off in COMPILE_PAIRS], fontsize=7)
         ax.axhline(1, color="gray", lw=0.8, ls="--")
