@@ -500,6 +500,19 @@ def probability_of_improvement(finals, pairs) -> dict:
     return {(x, y): (float(point[f"{x} vs {y}"]), *map(float, np.ravel(ci[f"{x} vs {y}"]))) for x, y in pairs}
 
 
+def collapse_difference(a, b) -> tuple[float, float, float]:
+    """The share of runs of a that end below COLLAPSED minus b's, with scipy's bootstrap interval
+    (each sample resampled on its own: the runs are not paired)."""
+    a, b = (np.array(x) < COLLAPSED for x in (a, b))
+    difference = lambda x, y, axis=-1: np.mean(x, axis=axis) - np.mean(y, axis=axis)
+    with warnings.catch_warnings():  # all-equal samples: a degenerate interval, reported as such
+        warnings.simplefilter("ignore")
+        ci = stats.bootstrap((a, b), difference, paired=False, method="percentile", rng=np.random.default_rng(SEED),
+                             **BOOTSTRAP).confidence_interval
+    low, high = (float(x) if np.isfinite(x) else float(difference(a, b)) for x in ci)
+    return float(difference(a, b)), low, high
+
+
 def learning_statistics(finals, reference="jax_linen"):
     """Per variant, rliable's IQM and mean of final_return with stratified-bootstrap intervals, the
     share of runs that end below COLLAPSED, and the probability of improvement over the reference
@@ -537,7 +550,10 @@ def plot_learn(runs, out, stats, learning, learning_pairs):
     rows = learning_statistics(finals)
     learning.extend(rows)
     pairs = probability_of_improvement(finals, [(a, b) for a, b in LEARN_PAIRS if a in finals and b in finals])
-    learning_pairs.extend({"a": a, "b": b, "prob_improvement": pi, "ci_low": low, "ci_high": high}
+    collapses = {(a, b): collapse_difference(finals[a], finals[b]) for a, b in pairs}
+    learning_pairs.extend({"a": a, "b": b, "prob_improvement": pi, "ci_low": low, "ci_high": high,
+                           f"share_below_{COLLAPSED}_difference": collapses[a, b][0],
+                           f"share_below_{COLLAPSED}_difference_ci": collapses[a, b][1:]}
                           for (a, b), (pi, low, high) in pairs.items())
     fig, (curves, bars) = plt.subplots(1, 2, figsize=(13, 5), gridspec_kw={"width_ratios": [3, 2]})
     draw_curves(curves, groups, lambda v: f"{v} ({len(groups[v])} seeds)")
@@ -576,9 +592,12 @@ def plot_learn(runs, out, stats, learning, learning_pairs):
             table(["variant", "seeds", "IQM [95% CI]", "mean [95% CI]", "lowest", f"below {COLLAPSED}",
                    "P(improvement over jax_linen)", "verdict"], learn_rows), "",
             "The same probability between the variants that differ by one thing (the same runs):", "",
-            table(["A", "B", "P(a run of A ends higher than one of B) [95% CI]", "verdict"],
+            table(["A", "B", "P(a run of A ends higher than one of B) [95% CI]", "verdict",
+                   f"share below {COLLAPSED}, A - B [95% CI]", "verdict"],
                   [[a, b, with_interval(pi, low, high, 2), "no difference detected" if low <= 0.5 <= high else
-                    f"{a if low > 0.5 else b} learns better"]
+                    f"{a if low > 0.5 else b} learns better", with_interval(*collapses[a, b], 2),
+                    "no difference detected" if collapses[a, b][1] <= 0 <= collapses[a, b][2] else
+                    f"{a if collapses[a, b][1] > 0 else b} collapses more often"]
                    for (a, b), (pi, low, high) in pairs.items()]), "",
             "Seconds per iteration in these runs (iteration 0 includes compilation; steady = median of iterations "
             "1-end), median over seeds:", "",
