@@ -169,7 +169,7 @@ def test_plot_reproduces_known_ratios_and_writes_every_png(sweep_dir, tmp_path, 
     improvement, verdict, collapsed, collapse_verdict = row(t["Does every variant learn CartPole-v1? (learn preset) #2"],
                                                             "torch_compile", "torch")
     assert close(numbers(improvement)[0], 6 / 9) and verdict == "no difference detected"  # 481 vs 400 and more
-    assert numbers(collapsed)[0] == pytest.approx(-1 / 3) and collapse_verdict == "no difference detected"
+    assert numbers(collapsed)[0] == pytest.approx(-1 / 3, abs=0.005) and collapse_verdict == "no difference detected"
     first, steady = row(t["Does every variant learn CartPole-v1? (learn preset) #3"], "torch_compile")
     assert close(float(first), 30 * 0.2) and close(float(steady), 0.2)
     ratios = t["Does every variant learn CartPole-v1? (learn preset) #4"]
