@@ -46,6 +46,9 @@ WINDOWS = {"iteration 0": slice(0, 1), "iterations 1-7": slice(1, 8), "iteration
 # The learn preset runs each script's default config: its per-iteration times answer "does NNX cost
 # more than Linen?" and "how much faster is the compiled torch iteration?". (A, B): time(B) / time(A).
 LEARN_PAIRS = [("jax_linen", "jax_nnx"), ("torch_compile", "torch")]
+# A run "collapsed" when its final_return ends below this: CartPole-v1's default-config runs that reach 500
+# and fall away (the tail in which torch_compile's runs were once seen to differ from eager torch's).
+COLLAPSED = 425
 COLORS = dict(zip(VARIANTS, plt.get_cmap("tab10").colors))
 MARKERS = {"s": "o", "m": "s", "l": "^"}
 FIGURES = ["duration.png", "speedup.png", "overhead.png", "rollout_update.png", "compilation.png", "scaling.png",
@@ -489,22 +492,29 @@ def plot_learning_curves(runs, out):
             "(rliable); runs of the overall experiment."]
 
 
+def probability_of_improvement(finals, pairs) -> dict:
+    """{(x, y): (P(a run of x ends higher than a run of y), interval low, high)}: rliable's, with its
+    stratified bootstrap."""
+    scores = {f"{x} vs {y}": (np.array(finals[x], float)[:, None], np.array(finals[y], float)[:, None]) for x, y in pairs}
+    point, ci = interval_estimates(scores, rly_metrics.probability_of_improvement)
+    return {(x, y): (float(point[f"{x} vs {y}"]), *map(float, np.ravel(ci[f"{x} vs {y}"]))) for x, y in pairs}
+
+
 def learning_statistics(finals, reference="jax_linen"):
-    """Per variant, rliable's IQM and mean of final_return with stratified-bootstrap intervals and the
-    probability of improvement over the reference with its interval, as summary.json rows."""
+    """Per variant, rliable's IQM and mean of final_return with stratified-bootstrap intervals, the
+    share of runs that end below COLLAPSED, and the probability of improvement over the reference
+    with its interval, as summary.json rows."""
     scores = {v: np.array(f, dtype=float)[:, None] for v, f in finals.items()}  # (runs, 1 task)
     aggregate = lambda s: np.array([rly_metrics.aggregate_iqm(s), rly_metrics.aggregate_mean(s)])
     point, ci = interval_estimates(scores, aggregate)
-    pairs = {v: (scores[v], scores[reference]) for v in scores if v != reference and reference in scores}
-    improvement, improvement_ci = interval_estimates(pairs, rly_metrics.probability_of_improvement)
+    improvement = probability_of_improvement(finals, [(v, reference) for v in finals if v != reference and reference in finals])
     rows = []
     for v in ordered(scores, VARIANTS):
         n = len(finals[v])
-        pi = float(improvement.get(v, np.nan))
-        pi_low, pi_high = np.ravel(improvement_ci.get(v, (np.nan, np.nan)))
+        pi, pi_low, pi_high = improvement.get((v, reference), (np.nan,) * 3)
         if v == reference:
             verdict = "the reference"
-        elif v not in improvement or n < MIN_BLOCKS or len(finals[reference]) < MIN_BLOCKS:
+        elif (v, reference) not in improvement or n < MIN_BLOCKS or len(finals[reference]) < MIN_BLOCKS:
             verdict = "too few runs"
         else:
             verdict = ("learns like the reference" if pi_low <= 0.5 <= pi_high else
@@ -514,16 +524,21 @@ def learning_statistics(finals, reference="jax_linen"):
                      "mean_ci_high": float(ci[v][1][1]), f"prob_improvement_vs_{reference}": none_if_nan(pi),
                      f"prob_improvement_vs_{reference}_ci_low": none_if_nan(pi_low),
                      f"prob_improvement_vs_{reference}_ci_high": none_if_nan(pi_high),
-                     "min": float(np.min(finals[v])), "verdict": verdict})
+                     "min": float(np.min(finals[v])), f"share_below_{COLLAPSED}": float(np.mean(np.array(finals[v]) < COLLAPSED)),
+                     "verdict": verdict})
     return rows
 
 
-def plot_learn(runs, out, stats, learning):
+def plot_learn(runs, out, stats, learning, learning_pairs):
     groups = group_by(runs, lambda r: r.variant)
     finals = {v: [r.record["final_return"] for r in sorted(g, key=lambda r: r.seed) if r.record["final_return"] is not None]
               for v, g in groups.items()}
-    rows = learning_statistics({v: f for v, f in finals.items() if f})
+    finals = {v: f for v, f in finals.items() if len(f) >= MIN_BLOCKS}
+    rows = learning_statistics(finals)
     learning.extend(rows)
+    pairs = probability_of_improvement(finals, [(a, b) for a, b in LEARN_PAIRS if a in finals and b in finals])
+    learning_pairs.extend({"a": a, "b": b, "prob_improvement": pi, "ci_low": low, "ci_high": high}
+                          for (a, b), (pi, low, high) in pairs.items())
     fig, (curves, bars) = plt.subplots(1, 2, figsize=(13, 5), gridspec_kw={"width_ratios": [3, 2]})
     draw_curves(curves, groups, lambda v: f"{v} ({len(groups[v])} seeds)")
     curves.set(xlabel="env steps", ylabel="episodic return (IQM over seeds)", title="CartPole-v1, default config")
@@ -543,6 +558,7 @@ def plot_learn(runs, out, stats, learning):
     key = "prob_improvement_vs_jax_linen"
     learn_rows = [[r["variant"], r["n_seeds"], with_interval(r["iqm"], r["iqm_ci_low"], r["iqm_ci_high"], 4),
                    with_interval(r["mean"], r["mean_ci_low"], r["mean_ci_high"], 4), fmt(r["min"], 4),
+                   f"{r[f'share_below_{COLLAPSED}']:.0%}",
                    with_interval(r.get(key), r.get(f"{key}_ci_low"), r.get(f"{key}_ci_high"), 2) if r.get(key) is not None
                    else "n/a", r["verdict"]] for r in rows]
     first = median_by(runs, lambda r: r.variant, lambda r: r.record["iteration_durations"][0])
@@ -557,8 +573,13 @@ def plot_learn(runs, out, stats, learning):
             f"mean with {CONFIDENCE:.0%} stratified-bootstrap intervals, the lowest run, and the probability that a "
             "run of the variant ends higher than a run of jax_linen (rliable). A variant learns like the reference "
             "when that probability's interval contains 0.5.", "",
-            table(["variant", "seeds", "IQM [95% CI]", "mean [95% CI]", "lowest", "P(improvement over jax_linen)",
-                   "verdict"], learn_rows), "",
+            table(["variant", "seeds", "IQM [95% CI]", "mean [95% CI]", "lowest", f"below {COLLAPSED}",
+                   "P(improvement over jax_linen)", "verdict"], learn_rows), "",
+            "The same probability between the variants that differ by one thing (the same runs):", "",
+            table(["A", "B", "P(a run of A ends higher than one of B) [95% CI]", "verdict"],
+                  [[a, b, with_interval(pi, low, high, 2), "no difference detected" if low <= 0.5 <= high else
+                    f"{a if low > 0.5 else b} learns better"]
+                   for (a, b), (pi, low, high) in pairs.items()]), "",
             "Seconds per iteration in these runs (iteration 0 includes compilation; steady = median of iterations "
             "1-end), median over seeds:", "",
             table(["variant", "iteration 0", "steady"], times), "",
@@ -620,7 +641,7 @@ def report(runs, failures, directory: Path, out: Path) -> None:
         (out / name).unlink(missing_ok=True)
     by_experiment = group_by(runs, lambda r: r.experiment)
     overall, sync = by_experiment["overall"], by_experiment["sync"]
-    ratios, learning = [], []  # summary.json's rows, filled by the sections
+    ratios, learning, learning_pairs = [], [], []  # summary.json's rows, filled by the sections
     sections = [  # (title, experiment's runs, how to draw them)
         ("Total duration by environment cost", overall, lambda rs: plot_durations(rs, directory, out)),
         ("Pairwise speedups", overall, lambda rs: plot_speedups(rs, out, ratios)),
@@ -630,7 +651,7 @@ def report(runs, failures, directory: Path, out: Path) -> None:
         ("Scaling with --num-envs", by_experiment["scaling"], lambda rs: plot_scaling(rs, out)),
         ("Learning curves", overall, lambda rs: plot_learning_curves(rs, out)),
         ("Does every variant learn CartPole-v1? (learn preset)", by_experiment["learn"],
-         lambda rs: plot_learn(rs, out, ratios, learning)),
+         lambda rs: plot_learn(rs, out, ratios, learning, learning_pairs)),
     ]
     lines = header(runs, failures, directory)
     for title, section_runs, draw in sections:
@@ -640,7 +661,8 @@ def report(runs, failures, directory: Path, out: Path) -> None:
     write_atomic(out / "summary.md", "\n".join(lines))
     write_atomic(out / "summary.json", json.dumps({
         "device": runs[0].record["device"], "confidence": CONFIDENCE, "min_blocks": MIN_BLOCKS,
-        "ratios": [{k: v for k, v in r.items() if k != "blocks"} for r in ratios], "learning": learning}, indent=1))
+        "ratios": [{k: v for k, v in r.items() if k != "blocks"} for r in ratios], "learning": learning,
+        "learning_pairs": learning_pairs}, indent=1))
     print(f"wrote {out / 'summary.md'}, summary.json and {sum((out / name).exists() for name in FIGURES)} figures")
 
 

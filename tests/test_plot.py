@@ -161,14 +161,16 @@ def test_plot_reproduces_known_ratios_and_writes_every_png(sweep_dir, tmp_path, 
     assert [float(c) for c in row(t["Scaling with --num-envs"], "torch")] == pytest.approx([81920, 81920], rel=5e-3)
 
     learn = t["Does every variant learn CartPole-v1? (learn preset)"]
-    seeds, iqm, mean, lowest, improvement, verdict = row(learn, "torch")
-    assert seeds == "3" and close(numbers(mean)[0], (481 + 400 + 483) / 3) and lowest == "400"
+    seeds, iqm, mean, lowest, collapsed, improvement, verdict = row(learn, "torch")
+    assert seeds == "3" and close(numbers(mean)[0], (481 + 400 + 483) / 3) and lowest == "400" and collapsed == "33%"
     assert verdict == "learns like the reference"
     assert row(learn, "jax_linen")[-2:] == ["n/a", "the reference"]
     # The learn runs take FACTOR's CartPole column: nnx 1.25x linen, torch_compile 2x torch.
-    first, steady = row(t["Does every variant learn CartPole-v1? (learn preset) #2"], "torch_compile")
+    (improvement, verdict) = row(t["Does every variant learn CartPole-v1? (learn preset) #2"], "torch_compile", "torch")
+    assert close(numbers(improvement)[0], 6 / 9) and verdict == "no difference detected"  # 481 vs 400 and more
+    first, steady = row(t["Does every variant learn CartPole-v1? (learn preset) #3"], "torch_compile")
     assert close(float(first), 30 * 0.2) and close(float(steady), 0.2)
-    ratios = t["Does every variant learn CartPole-v1? (learn preset) #3"]
+    ratios = t["Does every variant learn CartPole-v1? (learn preset) #4"]
     cell, blocks, _ = row(ratios, "steady", "jax_linen", "jax_nnx")
     assert close(numbers(cell)[0], 1.25) and blocks == "3"
     cell, blocks, _ = row(ratios, "steady", "torch_compile", "torch")  # seed by seed 1, 1/2, 1/4
