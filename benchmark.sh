@@ -5,6 +5,7 @@
 #   bash benchmark.sh --preset cpu                   # the same experiments, about 100 minutes on 2 CPU cores
 #   bash benchmark.sh --preset quick --out /tmp/q    # a smoke test, under 3 minutes on 2 CPU cores
 #   bash benchmark.sh --preset learn                 # every variant learns CartPole-v1 (10 seeds)
+#   bash benchmark.sh --preset gpu-check             # first on a GPU: every variant, every check, one table
 #   bash benchmark.sh --preset full --variants jax_linen,torch --sizes s --dry-run
 #   python plot.py benchmark_out/cpu                 # figures and summary.md from the JSON
 #
@@ -46,7 +47,7 @@ usage() {
   cat <<'EOF'
 
 Options:
-  --preset NAME        quick | cpu | full | learn (default full)
+  --preset NAME        quick | cpu | full | learn | gpu-check (default full)
   --out DIR            output directory (default benchmark_out/PRESET)
   --variants LIST      comma-separated, from: jax_linen,jax_nnx,linen_nojit,torch,torch_compile
   --envs LIST          gymnax ids for overall, sync and compile (scaling and learn use CartPole-v1)
@@ -119,8 +120,15 @@ preset_learn() {
   MAX_SEEDS[linen_nojit]=3
 }
 
+preset_gpu_check() {
+  # Not a sweep: bench/gpu_check.py runs every variant for 3 short iterations on CartPole-v1 with every
+  # check on (device per framework, compilations after iteration 0, host syncs trapped) and prints one
+  # table; it fails if any check does. About a minute on 2 CPU cores, where it runs the CPU's checks.
+  GPU_CHECK=1
+}
+
 # ---------------------------------------------------------------- arguments
-PRESET=full OUT= DRY_RUN=0 RETRY_FAILED=0
+PRESET=full OUT= DRY_RUN=0 RETRY_FAILED=0 GPU_CHECK=0
 USER_VARIANTS= USER_ENVS= USER_SIZES= USER_REPEATS= USER_EXPERIMENTS= USER_TIMEOUT=
 
 parse_args() {
@@ -156,8 +164,8 @@ split_checked() {
 }
 
 configure() {
-  declare -F "preset_$PRESET" >/dev/null || die "unknown preset '$PRESET'; valid: quick cpu full learn"
-  "preset_$PRESET"
+  declare -F "preset_${PRESET//-/_}" >/dev/null || die "unknown preset '$PRESET'; valid: quick cpu full learn gpu-check"
+  "preset_${PRESET//-/_}"
   # A list given on the command line replaces the preset's list and its restrictions of that kind.
   if [[ -n $USER_VARIANTS ]]; then split_checked VARIANTS "$USER_VARIANTS" "${ALL_VARIANTS[@]}"; unset_restrictions variants; fi
   if [[ -n $USER_ENVS ]]; then split_checked ENVS "$USER_ENVS"; unset_restrictions envs; fi
@@ -398,6 +406,10 @@ main() {
   parse_args "$@"
   configure
   check_python
+  if ((GPU_CHECK)); then
+    local variants; variants=$(IFS=,; echo "${VARIANTS[*]}")
+    "$PYTHON" "$ROOT/bench/gpu_check.py" --variants "$variants"; return
+  fi
   make_plan
   local total=${#R_NAME[@]} i status k todo=() done_count=0
   echo "benchback sweep: preset $PRESET, $total runs, out $OUT, per-run limit ${TIMEOUT}s"

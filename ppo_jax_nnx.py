@@ -79,8 +79,8 @@ class Args:
     """bootstrap time-limit truncations with V(final observation); off treats them as terminations"""
     hidden: str = "64,64"
     """hidden layer sizes of the actor and of the critic, comma-separated, e.g. 256,256,256"""
-    matmul_precision: Literal["highest", "high", "medium"] = "highest"
-    """float32 matmul precision (torch's names): highest = true float32 in every framework"""
+    matmul_precision: Literal["highest", "high"] = "highest"
+    """float32 matmul precision: highest = float32 in every framework; high = TF32 on an NVIDIA GPU"""
     sync_timing: bool = False
     """time rollout(+GAE) and update separately, blocking after each"""
     json_out: Optional[str] = None
@@ -330,13 +330,25 @@ class CompileCounter:
 
 
 def select_device(cuda: bool):
-    # Run on CPU only in this project: the GPU branch is JAX's documented device API, not verified on a GPU.
+    """The GPU if jax sees one; else the CPU, said in the first line printed."""
     if cuda:
         try:
             return jax.devices("gpu")[0]
-        except RuntimeError:  # no GPU backend: CPU, as documented
-            pass
+        except RuntimeError:  # no GPU backend
+            print("no GPU visible to jax: running on the CPU", file=sys.stderr, flush=True)
     return jax.devices("cpu")[0]
+
+
+def gpu_info(device) -> Optional[dict]:
+    """What a GPU result needs to be read, as jax reports it; None on the CPU."""
+    if device.platform == "cpu":
+        return None
+    from jax._src.lib import cuda_versions  # the CUDA plugin's version queries (None without one)
+
+    version = lambda name: getattr(cuda_versions, name, lambda: None)() if cuda_versions else None
+    return {"name": device.device_kind,
+            "jax": {"device_kind": device.device_kind, "platform_version": device.client.platform_version,
+                    "cuda_runtime": version("cuda_runtime_get_version"), "cudnn": version("cudnn_get_version")}}
 
 
 def train(args: Args) -> dict:
@@ -344,7 +356,11 @@ def train(args: Args) -> dict:
     start = time.perf_counter()
     hidden, env, env_params = check_args(args)
     device = select_device(args.cuda)
-    precision = {"highest": "highest", "high": "high", "medium": "bfloat16"}[args.matmul_precision]
+    if args.matmul_precision == "high" and device.platform == "cpu":
+        raise UsageError("--matmul-precision high means TF32, which only NVIDIA GPUs have; on a CPU the frameworks "
+                         "fall back differently (torch may use bfloat16x3), so only highest is the same arithmetic")
+    # torch's names to XLA's: the same arithmetic in both frameworks (README, "Flags")
+    precision = {"highest": "highest", "high": "tensorfloat32"}[args.matmul_precision]
     with jax.default_device(device), jax.default_matmul_precision(precision), CompileCounter() as compiles:
         return _train(args, hidden, env, env_params, device, start, compiles)
 
@@ -468,6 +484,8 @@ def _train(args, hidden, env, env_params, device, start, compiles) -> dict:
         "seed": args.seed,
         "args": dataclasses.asdict(args),
         "device": "cpu" if device.platform == "cpu" else device.device_kind,
+        "devices": {"jax": str(device)},
+        "gpu": gpu_info(device),
         "versions": library_versions(),
         "git_commit": commit,
         "matmul_precision": args.matmul_precision,

@@ -90,8 +90,8 @@ class Args:
     """bootstrap time-limit truncations with V(final observation); off treats them as terminations"""
     hidden: str = "64,64"
     """hidden layer sizes of the actor and of the critic, comma-separated, e.g. 256,256,256"""
-    matmul_precision: Literal["highest", "high", "medium"] = "highest"
-    """float32 matmul precision (torch's names): highest = true float32 in every framework"""
+    matmul_precision: Literal["highest", "high"] = "highest"
+    """float32 matmul precision: highest = float32 in every framework; high = TF32 on an NVIDIA GPU"""
     sync_timing: bool = False
     """time rollout(+GAE) and update separately, blocking after each"""
     json_out: Optional[str] = None
@@ -100,8 +100,8 @@ class Args:
     """write TensorBoard logs to runs/{run_name}"""
     quiet: bool = False
     """print no progress line per iteration"""
-    compile_mode: Literal["default", "reduce-overhead", "max-autotune-no-cudagraphs"] = "default"
-    """torch.compile mode; reduce-overhead adds CUDA graphs on a GPU (not verified on one)"""
+    compile_mode: Literal["default", "max-autotune-no-cudagraphs"] = "default"
+    """torch.compile mode (without CUDA graphs: see the README's GPU section)"""
 
 
 class UsageError(ValueError):
@@ -252,24 +252,33 @@ def policy_step(agent: Agent, obs):
     return action, logprobs.gather(-1, action[:, None]).squeeze(-1)
 
 
-def rollout(runner: Runner, act, critic, env_step, storage: Storage, totals, args: Args):
+def rollout(runner: Runner, act, critic, env_step, storage: Storage, totals, handed_over: list, args: Args):
     """num_steps steps of every env; returns the runner, the Transition, and the episode totals
-    (finished episodes, the sum of their returns, of their lengths), counted on from `totals`."""
+    (finished episodes, the sum of their returns, of their lengths), counted on from `totals`.
+
+    Every buffer one framework hands the other by DLPack goes into `handed_over`, which the caller
+    keeps until the iteration's synchronize: neither framework's allocator knows the other's stream,
+    so a buffer freed on the host once its last reference goes could be reused while a kernel queued
+    on the other stream still reads it."""
     env_state, obs, episode, key = runner
     env_outputs = []
     for step in range(args.num_steps):
         action, logprob = act(obs)
         # torch -> JAX, zero-copy. int32: JAX runs without x64 and would convert (copy) an int64 action.
         # On GPU, jax.dlpack.from_dlpack makes JAX's stream wait for torch's current stream.
+        action_int = action.int()
         key, env_state, episode, totals, next_obs, outputs = env_step(
-            key, env_state, episode, totals, jax.dlpack.from_dlpack(action.int())
+            key, env_state, episode, totals, jax.dlpack.from_dlpack(action_int)
         )
+        handed_over += [action_int, next_obs]
         storage.obs[step], storage.action[step], storage.logprob[step] = obs, action, logprob
         env_outputs.append(outputs)  # reward, terminated, truncated, final_obs: stay in JAX until the end
         # JAX -> torch, zero-copy. JAX's __dlpack__ blocks until the buffer is ready on CPU; on GPU
         # it makes torch's current stream wait for it instead (no host sync).
         obs = torch.from_dlpack(next_obs)
-    reward, terminated, truncated, final_obs = map(torch.from_dlpack, stack_steps(env_outputs))
+    stacked = stack_steps(env_outputs)
+    handed_over += [stacked, totals]
+    reward, terminated, truncated, final_obs = map(torch.from_dlpack, stacked)
     # Acting needs only the actor. The critic sees all observations and final observations of the
     # rollout at once (the parameters are the same): one batched call, not 2 * num_steps small ones.
     values = critic(torch.cat([storage.obs, final_obs]).flatten(0, 1)).view(2 * args.num_steps, -1)
@@ -390,17 +399,43 @@ class CompileCounter:
 
 
 def select_device(cuda: bool):
-    """The same device for torch and JAX, so that DLPack hands over buffers without copying.
-
-    Run on CPU only in this project: the CUDA path (this pairing, the DLPack stream hand-overs in
-    rollout, synchronize) follows torch's and JAX's documented semantics, not verified on a GPU."""
-    if cuda and torch.cuda.is_available():
+    """The same device for torch and JAX, so that DLPack hands buffers over without copying: the GPU
+    if both frameworks see one, the CPU (said in the first line printed) if neither does, and an
+    error naming the framework without one if only one does."""
+    torch_gpu, jax_gpu = cuda and torch.cuda.is_available(), cuda and bool(jax_gpus())
+    if torch_gpu != jax_gpu:
+        has, lacks = ("torch", "jax") if torch_gpu else ("jax", "torch")
+        raise UsageError(f"{has} sees a GPU but {lacks} does not (a CPU-only build of {lacks}?): install both "
+                         "with CUDA (requirements-gpu.txt) or pass --no-cuda")
+    if torch_gpu:
         index = torch.cuda.current_device()
-        try:
-            return torch.device("cuda", index), jax.devices("gpu")[index]
-        except RuntimeError:
-            raise UsageError("torch sees a GPU but jax has none (a CPU-only jaxlib?); install jax with CUDA or pass --no-cuda")
+        return torch.device("cuda", index), jax.devices("gpu")[index]
+    if cuda:
+        print("no GPU visible to torch or jax: running on the CPU", file=sys.stderr, flush=True)
     return torch.device("cpu"), jax.devices("cpu")[0]
+
+
+def jax_gpus() -> list:
+    try:
+        return jax.devices("gpu")
+    except RuntimeError:  # no GPU backend
+        return []
+
+
+def gpu_info(device: torch.device, jax_device) -> Optional[dict]:
+    """What a GPU result needs to be read, as each framework reports it; None on the CPU."""
+    if device.type == "cpu":
+        return None
+    from jax._src.lib import cuda_versions  # the CUDA plugin's version queries (None without one)
+
+    jax_version = lambda name: getattr(cuda_versions, name, lambda: None)() if cuda_versions else None
+    return {
+        "name": torch.cuda.get_device_name(device),
+        "torch": {"cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+                  "driver": getattr(torch._C, "_cuda_getDriverVersion", lambda: None)()},
+        "jax": {"device_kind": jax_device.device_kind, "platform_version": jax_device.client.platform_version,
+                "cuda_runtime": jax_version("cuda_runtime_get_version"), "cudnn": jax_version("cudnn_get_version")},
+    }
 
 
 def synchronize(device: torch.device):
@@ -416,8 +451,11 @@ def train(args: Args) -> dict:
     start = time.perf_counter()
     hidden, env, env_params = check_args(args)
     device, jax_device = select_device(args.cuda)
+    if args.matmul_precision == "high" and device.type == "cpu":
+        raise UsageError("--matmul-precision high means TF32, which only NVIDIA GPUs have; on a CPU the frameworks "
+                         "fall back differently (torch may use bfloat16x3), so only highest is the same arithmetic")
     previous_precision = torch.get_float32_matmul_precision()
-    torch.set_float32_matmul_precision(args.matmul_precision)  # "highest": no TF32, as in JAX
+    torch.set_float32_matmul_precision(args.matmul_precision)  # highest: float32; high: TF32, as JAX's tensorfloat32
     # Compile afresh, as a new process would: dynamo keeps compiled code per function, which every
     # train() call shares (and it would recompile, with dynamic shapes, for other sizes).
     torch.compiler.reset()
@@ -460,6 +498,7 @@ def _train(args, hidden, env, env_params, device, jax_device, start, compiles) -
     no_episodes = jax.device_put((jnp.int32(0), jnp.float32(0), jnp.int32(0)), jax_device)
     runner = Runner(env_state, obs, episode, key)
     env_step = make_env_step(env, env_params)
+    handed_over = []  # buffers handed between the frameworks in this iteration (see rollout)
     steps = (args.num_steps, args.num_envs)
     storage = Storage(torch.zeros(steps + obs.shape[1:], dtype=obs.dtype, device=device),
                       torch.zeros(steps, dtype=torch.long, device=device), torch.zeros(steps, device=device))
@@ -483,7 +522,7 @@ def _train(args, hidden, env, env_params, device, jax_device, start, compiles) -
         """Rollout, then GAE; returns the flat batch and the iteration's episode statistics."""
         learning_rate = lr.clone()
         with torch.no_grad():  # not inference_mode: the batch's tensors take part in the loss
-            runner, traj, (episodes, return_sum, length_sum) = rollout(runner, act, critic, env_step, storage, no_episodes, args)
+            runner, traj, (episodes, return_sum, length_sum) = rollout(runner, act, critic, env_step, storage, no_episodes, handed_over, args)
             terminated = traj.terminated if args.bootstrap_truncation else traj.terminated | traj.truncated
             advantages, returns = compute_gae(
                 traj.reward, traj.value, traj.bootstrap_value, terminated, traj.truncated, args.gamma, args.gae_lambda
@@ -519,24 +558,27 @@ def _train(args, hidden, env, env_params, device, jax_device, start, compiles) -
     compiles_before = None
     setup_duration = time.perf_counter() - start
     for it in range(num_iterations):
-        # Timed region: no host reads of tensors; the only sync is the one that ends each timer.
+        # Timed region: no host reads of tensors; the only sync is the one that ends each timer. The JAX
+        # env steps inside run under jax's transfer guard: an implicit copy fails the run.
         t0 = time.perf_counter()
-        if args.anneal_lr:  # CleanRL anneals once per iteration: the rate is constant within an update.
-            lr.fill_(args.learning_rate * (1.0 - it / num_iterations))
-        if args.sync_timing:
-            runner, batch, stats = collect(runner)
-            synchronize(device)
-            t1 = time.perf_counter()
-            losses = learn(batch)
-            synchronize(device)
-            t2 = time.perf_counter()
-            rollout_durations.append(t1 - t0)
-            update_durations.append(t2 - t1)
-            metrics = {**stats, **losses}
-        else:
-            runner, metrics = iteration(runner)
-            synchronize(device)
+        with jax.transfer_guard("disallow"):
+            if args.anneal_lr:  # CleanRL anneals once per iteration: the rate is constant within an update.
+                lr.fill_(args.learning_rate * (1.0 - it / num_iterations))
+            if args.sync_timing:
+                runner, batch, stats = collect(runner)
+                synchronize(device)
+                t1 = time.perf_counter()
+                losses = learn(batch)
+                synchronize(device)
+                t2 = time.perf_counter()
+                rollout_durations.append(t1 - t0)
+                update_durations.append(t2 - t1)
+                metrics = {**stats, **losses}
+            else:
+                runner, metrics = iteration(runner)
+                synchronize(device)
         iteration_durations.append(time.perf_counter() - t0)
+        handed_over.clear()  # the device is done with them: synchronized
 
         # Untimed: one fetch of the iteration's metrics, then logging.
         m = dict(zip(metrics, torch.stack([x.float() for x in metrics.values()]).tolist()))
@@ -573,6 +615,8 @@ def _train(args, hidden, env, env_params, device, jax_device, start, compiles) -
         "seed": args.seed,
         "args": dataclasses.asdict(args),
         "device": "cpu" if device.type == "cpu" else torch.cuda.get_device_name(device),
+        "devices": {"torch": str(device), "jax": str(jax_device)},
+        "gpu": gpu_info(device, jax_device),
         "versions": library_versions(),
         "git_commit": commit,
         "matmul_precision": args.matmul_precision,

@@ -142,7 +142,7 @@ def main(argv=None) -> int:
                               "clip_side_flips": flips})
         return dict(zip(compiled.LOSS_METRICS, metrics / (run_args.update_epochs * run_args.num_minibatches)))
 
-    def checked_rollout(runner, act, critic, env_step, storage, totals, run_args):
+    def checked_rollout(runner, act, *rest):
         agent = closure(act)["agent"]
 
         def checked_act(obs):
@@ -151,7 +151,7 @@ def main(argv=None) -> int:
                 samples.append((agent.logits(obs).softmax(-1), action.clone()))
             return action, logprob
 
-        return rollout(runner, checked_act, critic, env_step, storage, totals, run_args)
+        return rollout(runner, checked_act, *rest)
 
     compiled.update, compiled.rollout = update, checked_rollout
     run_args = compiled.Args(seed=args.seed, cuda=False, tensorboard=False, quiet=True,

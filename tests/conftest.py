@@ -1,5 +1,6 @@
 """Shared helpers: load a variant script as a module, run it as a process."""
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -141,33 +142,14 @@ def learned():
     return lambda variant: _runs["learned", variant].result()
 
 
-class HostSync(AssertionError):
-    """A host read of a device array inside a timed iteration."""
+
+sys.path.insert(0, str(ROOT / "bench"))
+from sync_traps import HostSync, trapped_host_reads  # noqa: E402  (the traps gpu-check uses too)
 
 
 @pytest.fixture
-def trap_jax_host_reads(monkeypatch):
-    """Make every read of a JAX array back to the host fail while jax's device-to-host transfer guard
-    is "disallow", as the scripts set it for their timed iterations. On a GPU the guard itself fails
-    such a read; on the CPU a JAX array already lives in host memory and jax lets the read through,
-    so these traps stand in for it (np.asarray reads a CPU array through the buffer protocol, which
-    no Python patch can reach). Returns the list of trapped reads."""
-    import jax.numpy as jnp
-    from jax._src import config
-
-    trapped = []
-    array_type = type(jnp.zeros(1))
-
-    def trap(name, original):
-        def guarded(self, *args, **kwargs):
-            if config.transfer_guard_device_to_host.value == "disallow":
-                trapped.append(name)
-                raise HostSync(f"{name} of a jax.Array inside a timed iteration: a host sync on a GPU")
-            return original(self, *args, **kwargs)
-        return guarded
-
-    value = array_type._value
-    monkeypatch.setattr(array_type, "_value", property(trap("_value (float, int, bool, tolist, device_get)", value.fget)))
-    for name in ("__array__", "item"):
-        monkeypatch.setattr(array_type, name, trap(name, getattr(array_type, name)))
-    return trapped
+def trap_host_reads():
+    """trap(torch_too=False, scalar_reads=True) -> the list of host reads trapped in timed iterations
+    (bench/sync_traps.py says what is trapped); the traps come off when the test ends."""
+    with contextlib.ExitStack() as stack:
+        yield lambda **kwargs: stack.enter_context(trapped_host_reads(**kwargs))

@@ -218,3 +218,27 @@ def test_failing_runs_are_recorded_and_the_sweep_goes_on(tmp_path):
     retried = sweep(*flags, "--retry-failed", env={"PYTHON": env["PYTHON"]})
     assert retried.returncode == 0 and summary(retried.stdout) == (6, 2, 0)
     assert all(r["status"] == "ok" for r in run_files(out).values())
+
+
+def test_gpu_check_runs_every_variant_with_every_check_and_prints_one_table():
+    proc = sweep("--preset", "gpu-check", timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    rows = [line.split("|")[1:-1] for line in proc.stdout.splitlines() if line.startswith("| ") and "variant" not in line]
+    assert {r[0].strip() for r in rows} == set(VARIANTS)
+    for variant, devices, compiles, syncs, result in rows:
+        assert compiles.strip() == "0" and syncs.strip() == "0" and result.strip() == "ok", variant
+    assert f"gpu-check: {len(VARIANTS)} of {len(VARIANTS)} variants pass" in proc.stdout
+
+
+def test_gpu_check_fails_on_a_host_sync():
+    """A variant that reads a tensor back inside its timed iteration (torch's GAE, patched) fails the check."""
+    proc = subprocess.run([sys.executable, "-c", f"""
+import sys; sys.path.insert(0, {str(ROOT / 'bench')!r}); import gpu_check
+module = gpu_check.load("torch")
+gae = module.compute_gae
+module.compute_gae = lambda r, *a: (r.sum().item(), gae(r, *a))[1]
+gpu_check.load = lambda variant: module
+sys.exit(gpu_check.main(["--variants", "torch"]))
+"""], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-2000:]
+    assert "FAIL: Tensor.item inside a timed iteration" in proc.stdout and "0 of 1 variants pass; failed: torch" in proc.stdout

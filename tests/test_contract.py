@@ -11,7 +11,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from conftest import ROOT, VARIANTS, load, read_json, run_script
 
 SCHEMA_KEYS = {
-    "schema_version", "variant", "status", "env_id", "hidden", "seed", "args", "device", "versions",
+    "schema_version", "variant", "status", "env_id", "hidden", "seed", "args", "device", "devices", "gpu", "versions",
     "git_commit", "matmul_precision", "param_count", "env_steps", "grad_steps", "sync_timing",
     "setup_duration", "iteration_durations", "rollout_durations", "update_durations", "total_duration",
     "compiles_after_first_iteration", "episodic_return", "final_return", "timestamp",
@@ -39,7 +39,8 @@ def check_record(record, variant, *, env_id, hidden, seed, iterations, batch, gr
     assert record["seed"] == seed
     assert set(record["args"]) == {f.name for f in dataclasses.fields(module.Args)}
     assert record["args"]["env_id"] == env_id and record["args"]["sync_timing"] == sync_timing
-    assert record["device"] == "cpu"  # every test run passes --no-cuda
+    assert record["device"] == "cpu" and record["gpu"] is None  # every test run passes --no-cuda
+    assert record["devices"] == ({"torch": "cpu", "jax": "cpu:0"} if variant.startswith("torch") else {"jax": "cpu:0"})
     expected_versions = {"python", "jax", "jaxlib", "flax", "optax", "gymnax", "numpy"}
     assert expected_versions | ({"torch"} if variant.startswith("torch") else set()) <= set(record["versions"])
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
@@ -125,6 +126,7 @@ BAD_INPUTS = [
     (["--num-steps", "-1"], "--num-steps must be positive"),
     (["--update-epochs", "0"], "--update-epochs must be positive"),
     (["--num-minibatches", "0"], "--num-minibatches must be positive"),
+    (["--no-cuda", "--matmul-precision", "high"], "only highest is the same arithmetic"),
 ]
 
 

@@ -1,5 +1,6 @@
-"""No host sync inside a timed iteration: the JAX timed calls run under jax's transfer guards, and
-each guard fires on a deliberately syncing run."""
+"""No host sync inside a timed iteration, and no silent CPU fallback: the timed iterations run under
+jax's transfer guards, each trap fires on a deliberately syncing run, and the device is what both
+frameworks see or a clear error."""
 
 import jax
 import pytest
@@ -14,7 +15,7 @@ needs = lambda variant: pytest.mark.skipif(variant not in VARIANTS, reason=f"{va
 @needs("linen_nojit")
 @pytest.mark.parametrize("read", [float, lambda x: x.tolist(), lambda x: x.item(), lambda x: jax.device_get(x)],
                          ids=["float", "tolist", "item", "device_get"])
-def test_a_read_back_to_the_host_in_the_timed_region_fails_the_run(monkeypatch, trap_jax_host_reads, read):
+def test_a_read_back_to_the_host_in_the_timed_region_fails_the_run(monkeypatch, trap_host_reads, read):
     module = load("linen_nojit")
     import jax.numpy as jnp
 
@@ -25,9 +26,10 @@ def test_a_read_back_to_the_host_in_the_timed_region_fails_the_run(monkeypatch, 
         return compute_gae(rewards, *rest)
 
     monkeypatch.setattr(module, "compute_gae", syncing_gae)
+    trapped = trap_host_reads()
     with pytest.raises(HostSync):
         module.train(module.Args(**SHORT_ARGS))
-    assert len(trap_jax_host_reads) == 1
+    assert len(trapped) == 1
 
 
 @needs("jax_linen")
@@ -43,9 +45,78 @@ def test_an_input_left_on_the_host_fails_the_timed_call(monkeypatch):
 
 
 @pytest.mark.parametrize("variant", [v for v in ("jax_linen", "jax_nnx", "linen_nojit") if v in VARIANTS])
-def test_the_jax_scripts_run_clean_under_the_guards(variant, trap_jax_host_reads):
+def test_the_jax_scripts_run_clean_under_the_guards(variant, trap_host_reads):
     module = load(variant)
+    trapped = trap_host_reads()
     record = module.train(module.Args(**SHORT_ARGS, sync_timing=True))
     record |= module.train(module.Args(**SHORT_ARGS))
     assert len(record["iteration_durations"]) == 2 and record["compiles_after_first_iteration"] == 0
-    assert trap_jax_host_reads == []
+    assert trapped == []
+
+
+# ---------------------------------------------------------------- torch: host syncs trapped
+TORCH = [v for v in ("torch", "torch_compile") if v in VARIANTS]
+
+
+@pytest.mark.parametrize("variant", TORCH)
+@pytest.mark.parametrize("sync_timing", [False, True])
+def test_the_torch_scripts_make_no_host_read_in_a_timed_iteration(variant, sync_timing, trap_host_reads):
+    module = load(variant)
+    trapped = trap_host_reads(torch_too=True, scalar_reads=variant == "torch")
+    record = module.train(module.Args(**SHORT_ARGS, sync_timing=sync_timing))
+    assert len(record["iteration_durations"]) == 2 and trapped == []
+
+
+@needs("torch")
+@pytest.mark.parametrize("read", ["item", "tolist", "__bool__", "nonzero", "numpy", "__float__"])
+def test_a_torch_host_read_in_the_timed_region_fails_the_run(monkeypatch, trap_host_reads, read):
+    module = load("torch")
+    compute_gae = module.compute_gae
+
+    def syncing_gae(rewards, *rest):
+        getattr(rewards.sum() if read != "nonzero" else rewards, read)()
+        return compute_gae(rewards, *rest)
+
+    monkeypatch.setattr(module, "compute_gae", syncing_gae)
+    trapped = trap_host_reads(torch_too=True)
+    with pytest.raises(HostSync):
+        module.train(module.Args(**SHORT_ARGS))
+    assert len(trapped) == 1
+
+
+# ---------------------------------------------------------------- device honesty
+@pytest.mark.parametrize("variant", TORCH)
+@pytest.mark.parametrize("gpu_in", ["torch", "jax"])
+def test_a_gpu_seen_by_one_framework_only_is_an_error_naming_it(variant, gpu_in, monkeypatch, tmp_path, capsys):
+    module = load(variant)
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: gpu_in == "torch")
+    monkeypatch.setattr(module, "jax_gpus", lambda: ["a GPU"] if gpu_in == "jax" else [])
+    assert module.main(["--json-out", str(tmp_path / "x.json"), "--quiet"]) == 2
+    other = {"torch": "jax", "jax": "torch"}[gpu_in]
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {gpu_in} sees a GPU but {other} does not") and "\n" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_no_gpu_anywhere_runs_on_the_cpu_and_says_so_first(variant, monkeypatch, capsys):
+    module = load(variant)
+    import jax
+
+    devices = jax.devices
+
+    def no_gpu(backend=None):
+        if backend == "gpu":
+            raise RuntimeError("no gpu backend (simulated)")
+        return devices(backend)
+
+    monkeypatch.setattr(jax, "devices", no_gpu)
+    if variant.startswith("torch"):
+        import torch
+
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    record = module.train(module.Args(**{**SHORT_ARGS, "cuda": True}))
+    assert capsys.readouterr().err.splitlines()[0].startswith("no GPU visible to")
+    assert record["device"] == "cpu" and record["gpu"] is None
