@@ -9,6 +9,7 @@ ppo_torch_compile.py is the same script with torch.compile.
     python ppo_torch.py --env-id CartPole-v1 --hidden 256,256,256
 """
 
+import contextlib
 import dataclasses
 import importlib.metadata
 import json
@@ -95,6 +96,8 @@ class Args:
     """float32 matmul precision: highest = float32 in every framework; high = TF32 on an NVIDIA GPU"""
     sync_timing: bool = False
     """time rollout(+GAE) and update separately, blocking after each"""
+    sync_debug: bool = False
+    """on a GPU, make torch raise on any host sync inside a timed iteration (torch.cuda.set_sync_debug_mode)"""
     json_out: Optional[str] = None
     """write the result record (JSON, schema 1) to this path"""
     tensorboard: bool = True
@@ -431,12 +434,28 @@ def gpu_info(device: torch.device, jax_device) -> Optional[dict]:
     }
 
 
+@contextlib.contextmanager
+def cuda_sync_debug(on: bool):
+    """torch's own trap for host syncs on CUDA ("error": an op that synchronizes raises), while open."""
+    if on:
+        torch.cuda.set_sync_debug_mode("error")
+    try:
+        yield
+    finally:
+        if on:
+            torch.cuda.set_sync_debug_mode("default")
+
+
 def synchronize(device: torch.device):
     """Wait for the device. On CPU there is nothing to wait for: torch runs each op before it returns,
     and every JAX output the iteration uses was awaited when DLPack handed it to torch. On GPU,
-    torch.cuda.synchronize waits for all streams of the device, JAX's included (one CUDA context)."""
+    torch.cuda.synchronize waits for all streams of the device, JAX's included (one CUDA context): the
+    one sync an iteration ends with, so --sync-debug's trap is off for it."""
     if device.type == "cuda":
+        mode = torch.cuda.get_sync_debug_mode()
+        torch.cuda.set_sync_debug_mode(0)
         torch.cuda.synchronize(device)
+        torch.cuda.set_sync_debug_mode(mode)
 
 
 def train(args: Args) -> dict:
@@ -536,7 +555,7 @@ def _train(args, hidden, env, env_params, device, jax_device, start, compiles) -
         # Timed region: no host reads of tensors; the only sync is the one that ends each timer. The JAX
         # env steps inside run under jax's transfer guard: an implicit copy fails the run.
         t0 = time.perf_counter()
-        with jax.transfer_guard("disallow"):
+        with jax.transfer_guard("disallow"), cuda_sync_debug(args.sync_debug and device.type == "cuda"):
             if args.anneal_lr:  # CleanRL anneals once per iteration: the rate is constant within an update.
                 lr.fill_(args.learning_rate * (1.0 - it / num_iterations))
             if args.sync_timing:

@@ -7,8 +7,9 @@ Runs each variant script's train() in this process (CartPole-v1, size s, 3 short
 - it runs where it should: on the GPU in every framework it imports when any framework sees a GPU,
   else on the CPU (a framework without the GPU is an error the script names);
 - nothing compiles after iteration 0;
-- no host sync happens in a timed iteration: jax's transfer guard is on in the scripts, and the
-  traps of bench/sync_traps.py fail any host read of a JAX array or a torch tensor there.
+- no host sync happens in a timed iteration: jax's transfer guard is on in the scripts, the traps of
+  bench/sync_traps.py fail any host read of a JAX array or a torch tensor there, and on a GPU the
+  torch scripts run with --sync-debug (torch.cuda.set_sync_debug_mode("error")).
 Prints one table, and exits 1 if any check fails (2 on bad input).
 """
 
@@ -60,7 +61,8 @@ def check(variant: str, expect_gpu: bool) -> dict:
     try:
         module = load(variant)
         with trapped_host_reads(torch_too=variant.startswith("torch"), scalar_reads=variant == "torch") as trapped:
-            record = module.train(module.Args(**SHORT, cuda=True))
+            extra = {"sync_debug": True} if variant.startswith("torch") else {}  # CUDA's own trap, on a GPU
+            record = module.train(module.Args(**SHORT, cuda=True, **extra))
     except HostSync as e:
         row.update({"host syncs": "trapped", "result": f"FAIL: {e}"})
         return row

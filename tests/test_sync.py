@@ -120,3 +120,25 @@ def test_no_gpu_anywhere_runs_on_the_cpu_and_says_so_first(variant, monkeypatch,
     record = module.train(module.Args(**{**SHORT_ARGS, "cuda": True}))
     assert capsys.readouterr().err.splitlines()[0].startswith("no GPU visible to")
     assert record["device"] == "cpu" and record["gpu"] is None
+
+
+@pytest.mark.parametrize("variant", TORCH)
+def test_sync_debug_traps_host_syncs_in_the_timed_work_and_not_the_final_synchronize(variant, monkeypatch):
+    """--sync-debug on a GPU: torch's own trap is on for the iteration's work and off for the one
+    torch.cuda.synchronize that ends it (CUDA simulated: the calls are recorded)."""
+    module = load(variant)
+    import torch
+
+    calls, mode = [], [0]
+    monkeypatch.setattr(torch.cuda, "set_sync_debug_mode", lambda m: (calls.append(("mode", m)), mode.__setitem__(0, m)))
+    monkeypatch.setattr(torch.cuda, "get_sync_debug_mode", lambda: mode[0])
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: calls.append(("synchronize", mode[0])))
+    with module.cuda_sync_debug(True):
+        calls.append(("work", mode[0]))
+        module.synchronize(torch.device("cuda"))
+    assert calls == [("mode", "error"), ("work", "error"), ("mode", 0), ("synchronize", 0), ("mode", "error"),
+                     ("mode", "default")]
+    calls.clear()
+    with module.cuda_sync_debug(False):  # the flag off, or on the CPU: nothing set
+        pass
+    assert calls == []
