@@ -346,9 +346,19 @@ def gpu_info(device) -> Optional[dict]:
     from jax._src.lib import cuda_versions  # the CUDA plugin's version queries (None without one)
 
     version = lambda name: getattr(cuda_versions, name, lambda: None)() if cuda_versions else None
-    return {"name": device.device_kind,
+    return {"name": device.device_kind, "driver": driver_version(),
             "jax": {"device_kind": device.device_kind, "platform_version": device.client.platform_version,
                     "cuda_runtime": version("cuda_runtime_get_version"), "cudnn": version("cudnn_get_version")}}
+
+
+def driver_version() -> Optional[str]:
+    """The NVIDIA driver's version, from nvidia-smi (neither framework reports it)."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.split()[0] if out.returncode == 0 and out.stdout.strip() else None
 
 
 def train(args: Args) -> dict:

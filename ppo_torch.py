@@ -427,11 +427,21 @@ def gpu_info(device: torch.device, jax_device) -> Optional[dict]:
     jax_version = lambda name: getattr(cuda_versions, name, lambda: None)() if cuda_versions else None
     return {
         "name": torch.cuda.get_device_name(device),
-        "torch": {"cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
-                  "driver": getattr(torch._C, "_cuda_getDriverVersion", lambda: None)()},
+        "driver": driver_version(),
+        "torch": {"cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version()},
         "jax": {"device_kind": jax_device.device_kind, "platform_version": jax_device.client.platform_version,
                 "cuda_runtime": jax_version("cuda_runtime_get_version"), "cudnn": jax_version("cudnn_get_version")},
     }
+
+
+def driver_version() -> Optional[str]:
+    """The NVIDIA driver's version, from nvidia-smi (neither framework reports it)."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.split()[0] if out.returncode == 0 and out.stdout.strip() else None
 
 
 @contextlib.contextmanager

@@ -142,3 +142,21 @@ def test_sync_debug_traps_host_syncs_in_the_timed_work_and_not_the_final_synchro
     with module.cuda_sync_debug(False):  # the flag off, or on the CPU: nothing set
         pass
     assert calls == []
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_the_driver_version_comes_from_nvidia_smi_or_is_null(variant, monkeypatch):
+    module = load(variant)
+    import subprocess
+
+    reply = lambda code, out: (lambda *a, **k: subprocess.CompletedProcess(a, code, out, ""))
+    monkeypatch.setattr(module.subprocess, "run", reply(0, "550.54.15\n550.54.15\n"))  # one line per GPU
+    assert module.driver_version() == "550.54.15"
+    monkeypatch.setattr(module.subprocess, "run", reply(9, ""))  # nvidia-smi without a driver
+    assert module.driver_version() is None
+
+    def missing(*args, **kwargs):
+        raise FileNotFoundError("nvidia-smi")
+
+    monkeypatch.setattr(module.subprocess, "run", missing)
+    assert module.driver_version() is None
