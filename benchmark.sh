@@ -7,7 +7,7 @@
 #   bash benchmark.sh --preset learn                 # every variant learns CartPole-v1 (10 seeds)
 #   bash benchmark.sh --preset gpu-check             # first on a GPU: every variant, every check, one table
 #   bash benchmark.sh --preset full --variants jax_linen,torch --sizes s --dry-run
-#   python plot.py benchmark_out/cpu                 # figures and summary.md from the JSON
+#   python plot.py benchmark_out/cpu                 # figures, summary.md and summary.json (ratios with intervals)
 #
 # Each run is its own process writing one JSON record (schema 1) to OUT/EXPERIMENT/NAME.json, where
 # NAME = VARIANT__ENV__SIZE[__nNUM_ENVS]__seedSEED. Rerunning the same command resumes: runs whose
