@@ -1,0 +1,88 @@
+"""Which compiled part of ppo_torch_compile.py changes how it learns? Compile one part at a time.
+
+    python bench/torch_compile_parts.py --parts policy --seeds 1-32 --out results/torch_compile_parts
+
+Runs ppo_torch_compile.py's train() unchanged except that torch.compile returns the function
+itself, uncompiled, for the parts not named in --parts:
+  policy  the policy step with its sampler (`act`),
+  critic  the value of the final observations (`agent.value`),
+  update  the minibatch update: forward, loss, traced backward, clipping, foreach Adam.
+Every uncompiled part runs the same code eagerly. Only an eager update changes its optimizer: eager
+Adam refuses capturable state on a CPU, so it is ppo_torch.py's (fused, the same tensor learning
+rate). So --parts none is ppo_torch.py but for the sampler's and the compiled script's random draws
+(the permutations come from the same generator either way), and a difference in learning between
+settings belongs to the parts that differ. Writes one record per seed (the script's own record, with
+`compiled_parts` added), atomically; a seed whose record exists is skipped.
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PARTS = {"policy": "act", "critic": "value", "update": "learn_minibatch"}  # part -> compiled function's name
+
+
+def seeds(text: str) -> list[int]:
+    """'1-32' or '1,5,9' -> a list of seeds."""
+    out = []
+    for piece in text.split(","):
+        low, _, high = piece.partition("-")
+        out += list(range(int(low), int(high or low) + 1))
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--parts", required=True, help=f"comma-separated, from {', '.join(PARTS)}; or none")
+    parser.add_argument("--seeds", default="1-32", help="e.g. 1-32 or 1,5,9")
+    parser.add_argument("--out", default="results/torch_compile_parts")
+    args = parser.parse_args(argv)
+    parts = [] if args.parts == "none" else args.parts.split(",")
+    try:
+        seed_list = seeds(args.seeds)
+    except ValueError:
+        print(f"error: --seeds must look like 1-32 or 1,5,9; got {args.seeds!r}", file=sys.stderr)
+        return 2
+    if not set(parts) <= set(PARTS):
+        print(f"error: unknown part in --parts {args.parts!r}; parts: {', '.join(PARTS)}, or none", file=sys.stderr)
+        return 2
+
+    import torch
+
+    real_compile = torch.compile
+    chosen = {PARTS[p] for p in parts}
+    torch.compile = lambda fn, **options: real_compile(fn, **options) if fn.__name__ in chosen else fn
+    if "update" not in parts:
+        real_adam = torch.optim.Adam
+        torch.optim.Adam = lambda params, lr, eps, **_: real_adam(params, lr=lr, eps=eps, fused=True)
+    spec = importlib.util.spec_from_file_location("benchback_torch_compile", ROOT / "ppo_torch_compile.py")
+    script = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = script  # dynamo and tyro look modules up by name
+    spec.loader.exec_module(script)
+
+    directory = Path(args.out) / (args.parts.replace(",", "+"))
+    directory.mkdir(parents=True, exist_ok=True)
+    for seed in seed_list:
+        path = directory / f"seed{seed}.json"
+        if path.exists():
+            continue
+        began = time.perf_counter()
+        record = script.train(script.Args(seed=seed, cuda=False, tensorboard=False, quiet=True))
+        record["compiled_parts"] = parts
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+        with os.fdopen(fd, "w") as f:
+            json.dump(record, f)
+        os.replace(tmp, path)
+        print(f"parts {args.parts} seed {seed}: final_return {record['final_return']:.1f} "
+              f"({time.perf_counter() - began:.0f} s)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
