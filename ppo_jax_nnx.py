@@ -33,8 +33,7 @@ from tensorboard.plugins.text.summary_v2 import text_pb
 from tensorboard.summary import Writer
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
-VARIANT = "jax_nnx"
-SCHEMA_VERSION = 1
+VARIANT = os.path.basename(__file__)[: -len(".py")].removeprefix("ppo_")
 
 
 @dataclasses.dataclass
@@ -93,54 +92,15 @@ class Args:
     """wrap the jitted functions with nnx.cached_partial, which walks the module graph once, not per call"""
 
 
-class UsageError(ValueError):
-    """Bad input: reported in one line, exit code 2, nothing written."""
-
-
-def parse_hidden(text: str) -> tuple[int, ...]:
-    parts = [p.strip() for p in text.split(",")]
-    if not text.strip() or not all(p.isdigit() for p in parts):
-        raise UsageError(f"--hidden must be comma-separated positive integers such as 64,64; got {text!r}")
-    sizes = tuple(int(p) for p in parts)
-    if min(sizes) <= 0:
-        raise UsageError(f"--hidden sizes must be positive; got {text!r}")
-    return sizes
-
-
-def check_args(args: Args):
-    """Validate everything before anything is built or written; returns (hidden, env, env_params)."""
-    hidden = parse_hidden(args.hidden)
-    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
-        if getattr(args, name) <= 0:
-            raise UsageError(f"--{name.replace('_', '-')} must be positive; got {getattr(args, name)}")
-    batch_size = args.num_envs * args.num_steps
-    if batch_size % args.num_minibatches:
-        raise UsageError(f"batch size {batch_size} (num_envs * num_steps) is not divisible by --num-minibatches {args.num_minibatches}")
-    if args.total_timesteps < batch_size:
-        raise UsageError(f"--total-timesteps {args.total_timesteps} is smaller than one batch ({batch_size} = num_envs * num_steps)")
-    if args.env_id == "MNISTBandit-bsuite":
-        raise UsageError("MNISTBandit-bsuite downloads MNIST when it is built; it is not supported")
-    if args.env_id not in gymnax.registered_envs:
-        valid = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]
-        raise UsageError(f"unknown --env-id {args.env_id!r}; valid ids: {', '.join(valid)}")
-    env, env_params = gymnax.make(args.env_id)
-    if not isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete):
-        raise UsageError(f"{args.env_id} has continuous actions; only discrete-action environments are supported")
-    return hidden, env, env_params
-
-
 # ---------------------------------------------------------------- network
 class MLP(nnx.Module):
-    """tanh MLP: orthogonal(sqrt 2) hidden kernels, orthogonal(out_gain) output kernel, zero biases."""
-
     def __init__(self, in_dim: int, hidden: Sequence[int], out_dim: int, out_gain: float, rngs: nnx.Rngs):
-        sizes = (in_dim, *hidden)
-        self.layers = nnx.List([
-            nnx.Linear(i, o, kernel_init=nnx.initializers.orthogonal(np.sqrt(2)), bias_init=nnx.initializers.zeros, rngs=rngs)
-            for i, o in zip(sizes[:-1], sizes[1:])
-        ])
-        self.out = nnx.Linear(sizes[-1], out_dim, kernel_init=nnx.initializers.orthogonal(out_gain),
-                              bias_init=nnx.initializers.zeros, rngs=rngs)
+        sizes = (in_dim, *hidden)  # biases: zeros, the default
+        orthogonal = nnx.initializers.orthogonal
+        self.layers = nnx.List(
+            [nnx.Linear(i, o, kernel_init=orthogonal(np.sqrt(2)), rngs=rngs) for i, o in zip(sizes, hidden)]
+        )
+        self.out = nnx.Linear(sizes[-1], out_dim, kernel_init=orthogonal(out_gain), rngs=rngs)
 
     def __call__(self, x):
         for layer in self.layers:
@@ -192,10 +152,8 @@ class Runner(NamedTuple):
 
 
 def step_envs(env, env_params, key, env_state, episode: EpisodeStats, action):
-    """Step every env once (gymnax resets finished ones) and keep the episode statistics.
-
-    Returns the next observations, the step's outputs, and per env the return and length of an
-    episode that finished on this step (0 where none did)."""
+    """Step every env once (gymnax resets finished ones); also returns per env the return and length of
+    an episode that finished on this step (0 where none did)."""
     keys = jax.random.split(key, action.shape[0])
     obs, env_state, reward, terminated, truncated, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
         keys, env_state, action, env_params
@@ -232,6 +190,7 @@ def compute_gae(rewards, values, bootstrap_values, terminated, truncated, gamma,
     bootstrap_values[t] is V of the observation that step t reached before any reset, so a
     truncated episode is bootstrapped and only a termination cuts the value off. Either one ends
     the episode, which stops the advantage from flowing back across it."""
+
     def backward(next_advantage, t):
         reward, value, next_value, term, done = t
         delta = reward + gamma * next_value * (1.0 - term) - value
@@ -251,7 +210,7 @@ class Batch(NamedTuple):
     logprob: jax.Array
     value: jax.Array
     advantage: jax.Array
-    ret: jax.Array
+    returns: jax.Array
 
 
 def ppo_loss(logits, value, mb: Batch, args: Args):
@@ -263,10 +222,10 @@ def ppo_loss(logits, value, mb: Batch, args: Args):
     ratio = jnp.exp(logratio)
     advantage = (mb.advantage - mb.advantage.mean()) / (mb.advantage.std() + 1e-8)
     pg_loss = jnp.maximum(-advantage * ratio, -advantage * jnp.clip(ratio, 1 - args.clip_coef, 1 + args.clip_coef)).mean()
-    v_loss = (value - mb.ret) ** 2
+    v_loss = (value - mb.returns) ** 2
     if args.clip_vloss:
         v_clipped = mb.value + jnp.clip(value - mb.value, -args.clip_coef, args.clip_coef)
-        v_loss = jnp.maximum(v_loss, (v_clipped - mb.ret) ** 2)
+        v_loss = jnp.maximum(v_loss, (v_clipped - mb.returns) ** 2)
     v_loss = 0.5 * v_loss.mean()
     loss = pg_loss - args.ent_coef * entropy + args.vf_coef * v_loss
     logratio, ratio = jax.lax.stop_gradient((logratio, ratio))
@@ -281,9 +240,10 @@ def ppo_loss(logits, value, mb: Batch, args: Args):
 
 
 # ---------------------------------------------------------------- update
-def update(runner: Runner, batch: Batch, agent: Agent, optimizer: nnx.Optimizer, args: Args):
+def update(agent: Agent, optimizer: nnx.Optimizer, runner: Runner, batch: Batch, args: Args):
     """update_epochs passes over the batch in shuffled minibatches: two nested scans that carry the
     agent and its optimizer, so that each minibatch sees the parameters the previous one left."""
+
     @nnx.scan(in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0))
     def minibatch_step(models, mb: Batch):
         agent, optimizer = models
@@ -309,74 +269,14 @@ def update(runner: Runner, batch: Batch, agent: Agent, optimizer: nnx.Optimizer,
     return runner._replace(key=key), jax.tree.map(jnp.mean, info)
 
 
-# ---------------------------------------------------------------- timing
-class CompileCounter:
-    """Counts XLA compilations (jax.monitoring events) while it is open."""
-
-    EVENT = "/jax/core/compile/backend_compile_duration"
-
-    def __init__(self):
-        self.count = 0
-
-    def _listen(self, event, duration, **kwargs):
-        self.count += event == self.EVENT
-
-    def __enter__(self):
-        jax.monitoring.register_event_duration_secs_listener(self._listen)
-        return self
-
-    def __exit__(self, *exc):
-        jax.monitoring.unregister_event_duration_listener(self._listen)
-
-
-def select_device(cuda: bool):
-    """The GPU if jax sees one; else the CPU, said in the first line printed."""
-    if cuda:
-        try:
-            return jax.devices("gpu")[0]
-        except RuntimeError:  # no GPU backend
-            print("no GPU visible to jax: running on the CPU", file=sys.stderr, flush=True)
-    return jax.devices("cpu")[0]
-
-
-def gpu_info(device) -> Optional[dict]:
-    """What a GPU result needs to be read, as jax reports it; None on the CPU."""
-    if device.platform == "cpu":
-        return None
-    from jax._src.lib import cuda_versions  # the CUDA plugin's version queries (None without one)
-
-    version = lambda name: getattr(cuda_versions, name, lambda: None)() if cuda_versions else None
-    return {"name": device.device_kind, "driver": driver_version(),
-            "jax": {"device_kind": device.device_kind, "platform_version": device.client.platform_version,
-                    "cuda_runtime": version("cuda_runtime_get_version"), "cudnn": version("cudnn_get_version")}}
-
-
-def driver_version() -> Optional[str]:
-    """The NVIDIA driver's version, from nvidia-smi (neither framework reports it)."""
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.split()[0] if out.returncode == 0 and out.stdout.strip() else None
-
-
+# ---------------------------------------------------------------- train
 def train(args: Args) -> dict:
-    """Train, time every iteration, and return the result record (schema 1)."""
+    """Train, time every iteration, and return the result record."""
     start = time.perf_counter()
-    hidden, env, env_params = check_args(args)
-    device = select_device(args.cuda)
-    if args.matmul_precision == "high" and device.platform == "cpu":
-        raise UsageError("--matmul-precision high means TF32, which only NVIDIA GPUs have; on a CPU the frameworks "
-                         "fall back differently (torch may use bfloat16x3), so only highest is the same arithmetic")
-    # torch's names to XLA's: the same arithmetic in both frameworks (README, "Flags")
-    precision = {"highest": "highest", "high": "tensorfloat32"}[args.matmul_precision]
-    with jax.default_device(device), jax.default_matmul_precision(precision), CompileCounter() as compiles:
-        return _train(args, hidden, env, env_params, device, start, compiles)
-
-
-def _train(args, hidden, env, env_params, device, start, compiles) -> dict:
-    commit = git_commit()  # now, not when the run ends: the checkout may move meanwhile
+    hidden, env, env_params, device = check_args(args)
+    jax.config.update("jax_default_device", device)
+    # torch's names for XLA's: the same arithmetic in both frameworks (README, "Flags")
+    jax.config.update("jax_default_matmul_precision", {"highest": "highest", "high": "tensorfloat32"}[args.matmul_precision])
     batch_size = args.num_envs * args.num_steps
     num_iterations = args.total_timesteps // batch_size
     grad_steps_per_iteration = args.update_epochs * args.num_minibatches
@@ -399,153 +299,227 @@ def _train(args, hidden, env, env_params, device, start, compiles) -> dict:
     def collect(agent: Agent, optimizer: nnx.Optimizer, runner: Runner):
         """Rollout, then GAE; returns the flat batch and the iteration's episode statistics."""
         learning_rate = lr(optimizer.step[...]) if args.anneal_lr else jnp.float32(lr)
-        runner, (traj, (ep_returns, ep_lengths, ep_done)) = rollout(runner, agent, env, env_params, args)
+        runner, (traj, (episode_returns, episode_lengths, episode_done)) = rollout(runner, agent, env, env_params, args)
         terminated = traj.terminated if args.bootstrap_truncation else jnp.logical_or(traj.terminated, traj.truncated)
         advantages, returns = compute_gae(
             traj.reward, traj.value, traj.bootstrap_value, terminated, traj.truncated, args.gamma, args.gae_lambda
         )
-        batch = jax.tree.map(
-            lambda x: x.reshape(batch_size, *x.shape[2:]),
-            Batch(traj.obs, traj.action, traj.logprob, traj.value, advantages, returns),
-        )
+        batch = Batch(traj.obs, traj.action, traj.logprob, traj.value, advantages, returns)
+        batch = jax.tree.map(lambda x: x.reshape(batch_size, *x.shape[2:]), batch)
         stats = {
-            "episodes": ep_done.sum(),
-            "return_sum": ep_returns.sum(),
-            "length_sum": ep_lengths.sum(),
+            "episodes": episode_done.sum(),
+            "return_sum": episode_returns.sum(),
+            "length_sum": episode_lengths.sum(),
             "learning_rate": learning_rate,
             "explained_variance": 1 - jnp.var(returns - traj.value) / jnp.var(returns),
         }
         return runner, batch, stats
 
-    def learn(agent: Agent, optimizer: nnx.Optimizer, runner: Runner, batch: Batch):
-        return update(runner, batch, agent, optimizer, args)
-
-    def iteration(agent: Agent, optimizer: nnx.Optimizer, runner: Runner):
+    def collect_and_update(agent: Agent, optimizer: nnx.Optimizer, runner: Runner):
         runner, batch, stats = collect(agent, optimizer, runner)
-        runner, losses = learn(agent, optimizer, runner, batch)
+        runner, losses = update(agent, optimizer, runner, batch, args)
         return runner, {**stats, **losses}
 
     # nnx.jit finds the modules' state by walking their object graph in Python on every call, and
     # writes the new state back into them afterwards. cached_partial walks the graph once, here.
     bind = nnx.cached_partial if args.cached_partial else functools.partial
-    collect_jit, learn_jit, iteration_jit = (bind(nnx.jit(f), agent, optimizer) for f in (collect, learn, iteration))
+    collect_jit, iteration_jit = bind(nnx.jit(collect), agent, optimizer), bind(nnx.jit(collect_and_update), agent, optimizer)
+    update_jit = bind(nnx.jit(functools.partial(update, args=args)), agent, optimizer)
 
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-    writer = Writer(f"runs/{run_name}") if args.tensorboard else None
-    if writer:
-        table = "\n".join(f"|{k}|{v}|" for k, v in dataclasses.asdict(args).items())
-        with_text = EventFileWriter(f"runs/{run_name}")
-        with_text.add_event(Event(wall_time=time.time(), step=0, summary=text_pb("hyperparameters", f"|param|value|\n|-|-|\n{table}")))
-        with_text.close()
-
-    iteration_durations, rollout_durations, update_durations, episodic_return = [], [], [], []
-    returns_per_iteration = []  # (sum, count) of finished episodes, for final_return
-    compiles_before = None
-    setup_duration = time.perf_counter() - start
-    for it in range(num_iterations):
-        # Timed region: the only host sync is the block_until_ready that ends each timer. An implicit
+    log = Log(args, device, num_iterations, start)
+    for iteration in range(num_iterations):
+        # Timed: the only host sync is the block_until_ready that ends each timer. An implicit
         # transfer between host and device (a hidden sync) fails the run instead of slowing it.
         t0 = time.perf_counter()
         with jax.transfer_guard("disallow"):
             if args.sync_timing:
                 runner, batch, stats = jax.block_until_ready(collect_jit(runner))
                 t1 = time.perf_counter()
-                runner, losses = jax.block_until_ready(learn_jit(runner, batch))
-                t2 = time.perf_counter()
-                rollout_durations.append(t1 - t0)
-                update_durations.append(t2 - t1)
-                metrics = {**stats, **losses}
+                runner, losses = jax.block_until_ready(update_jit(runner, batch))
+                phases, metrics = (t1 - t0, time.perf_counter() - t1), {**stats, **losses}
             else:
                 runner, metrics = jax.block_until_ready(iteration_jit(runner))
-        iteration_durations.append(time.perf_counter() - t0)
+                phases = None
+        log.iteration(time.perf_counter() - t0, phases, jax.device_get(metrics))
+    param_count = sum(x.size for x in jax.tree.leaves(nnx.state(agent, nnx.Param)))
+    return log.record(param_count, num_iterations * grad_steps_per_iteration, {"jax": str(device)}, gpu_info(device))
 
-        # Untimed: one fetch of the iteration's metrics, then logging.
-        m = jax.device_get(metrics)
-        episodes = int(m["episodes"])
-        mean_return = float(m["return_sum"]) / episodes if episodes else None
-        episodic_return.append(mean_return)
-        returns_per_iteration.append((float(m["return_sum"]), episodes))
-        global_step = (it + 1) * batch_size
-        sps = int(global_step / sum(iteration_durations))
-        if writer:
-            if episodes:
-                writer.add_scalar("charts/episodic_return", mean_return, global_step)
-                writer.add_scalar("charts/episodic_length", float(m["length_sum"]) / episodes, global_step)
-            writer.add_scalar("charts/SPS", sps, global_step)
-            writer.add_scalar("charts/learning_rate", m["learning_rate"], global_step)
-            for name in ("value_loss", "policy_loss", "entropy", "old_approx_kl", "approx_kl", "clipfrac", "explained_variance"):
-                writer.add_scalar(f"losses/{name}", m[name], global_step)
+
+# ---------------------------------------------------------------- benchmark harness
+# Everything below serves the benchmark, not PPO: input validation, the device, compile counting,
+# logging, and the JSON record (README, "The record").
+class UsageError(ValueError):
+    """Bad input: reported in one line, exit code 2, nothing written."""
+
+
+def parse_hidden(text: str) -> tuple[int, ...]:
+    parts = [p.strip() for p in text.split(",")]
+    if not text.strip() or not all(p.isdigit() for p in parts) or min(int(p) for p in parts) <= 0:
+        raise UsageError(f"--hidden must be comma-separated positive integers such as 64,64; got {text!r}")
+    return tuple(int(p) for p in parts)
+
+
+def check_args(args: Args):
+    """Validate everything before anything is built or written; returns (hidden, env, env_params, device)."""
+    hidden = parse_hidden(args.hidden)
+    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
+        if getattr(args, name) <= 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be positive; got {getattr(args, name)}")
+    batch_size = args.num_envs * args.num_steps
+    if batch_size % args.num_minibatches:
+        raise UsageError(f"num_envs * num_steps = {batch_size} is not divisible by --num-minibatches {args.num_minibatches}")
+    if args.total_timesteps < batch_size:
+        raise UsageError(
+            f"--total-timesteps {args.total_timesteps} is less than one batch, num_envs * num_steps = {batch_size}"
+        )
+    if args.env_id == "MNISTBandit-bsuite":
+        raise UsageError("MNISTBandit-bsuite downloads MNIST when it is built; it is not supported")
+    if args.env_id not in gymnax.registered_envs:
+        valid = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]
+        raise UsageError(f"unknown --env-id {args.env_id!r}; valid ids: {', '.join(valid)}")
+    env, env_params = gymnax.make(args.env_id)
+    if not isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete):
+        raise UsageError(f"{args.env_id} has continuous actions; only discrete-action environments are supported")
+    device = jax.devices()[0] if args.cuda else jax.devices("cpu")[0]  # the GPU if jax sees one
+    if args.cuda and device.platform == "cpu":
+        print("no GPU visible to jax: running on the CPU", file=sys.stderr)
+    if args.matmul_precision == "high" and device.platform == "cpu":
+        raise UsageError(f"--matmul-precision high means TF32, which {HIGH_ON_CPU}")
+    return hidden, env, env_params, device
+
+
+def gpu_info(device) -> Optional[dict]:
+    """What a GPU result needs to be read, as jax reports it; None on the CPU."""
+    if device.platform == "cpu":
+        return None
+    from jax._src.lib import cuda_versions  # the CUDA plugin's version queries (None without one)
+
+    version = lambda name: getattr(cuda_versions, name, lambda: None)() if cuda_versions else None
+    cuda = {"cuda_runtime": version("cuda_runtime_get_version"), "cudnn": version("cudnn_get_version")}
+    jax_info = {"device_kind": device.device_kind, "platform_version": device.client.platform_version, **cuda}
+    return {"name": device.device_kind, "driver": driver_version(), "jax": jax_info}
+
+
+def driver_version() -> Optional[str]:
+    """The NVIDIA driver's version, from nvidia-smi (neither framework reports it)."""
+    out = run_quietly("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")
+    return out and out.split()[0]
+
+
+COMPILES = []  # one entry per XLA compilation in this process, from jax.monitoring's events
+jax.monitoring.register_event_duration_secs_listener(
+    lambda event, duration, **_: COMPILES.append(event) if event == "/jax/core/compile/backend_compile_duration" else None
+)
+
+
+class Log:
+    """The untimed bookkeeping of the iterations: the plan line, the progress line, TensorBoard, and
+    the lists of the JSON record."""
+
+    def __init__(self, args: Args, device, num_iterations: int, start: float):
+        self.args, self.num_iterations, self.start = args, num_iterations, start
+        self.batch_size = args.num_envs * args.num_steps
+        self.commit = run_quietly("git", "rev-parse", "HEAD")  # now, not at the end: the checkout may move
+        self.durations, self.phases, self.returns, self.finished = [], [], [], []
+        run = f"runs/{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+        self.writer = Writer(run) if args.tensorboard else None
+        if self.writer:  # the hyperparameters as a text summary, as CleanRL writes them
+            table = "\n".join(["|param|value|", "|-|-|", *(f"|{k}|{v}|" for k, v in dataclasses.asdict(args).items())])
+            text = EventFileWriter(run)
+            text.add_event(Event(wall_time=time.time(), step=0, summary=text_pb("hyperparameters", table)))
+            text.close()
         if not args.quiet:
+            plan = f"{num_iterations} iterations of {args.num_envs} envs x {args.num_steps} steps"
+            print(f"{VARIANT} on {device}: {args.env_id}, hidden {args.hidden}, {plan}")
+        self.setup_duration = time.perf_counter() - start
+
+    def iteration(self, duration: float, phases, metrics: dict):
+        self.durations.append(duration)
+        if phases:
+            self.phases.append(phases)
+        episodes = int(metrics["episodes"])
+        mean_return = float(metrics["return_sum"]) / episodes if episodes else None
+        self.returns.append(mean_return)
+        self.finished.append((float(metrics["return_sum"]), episodes))
+        done = len(self.durations)
+        step, sps = done * self.batch_size, int(done * self.batch_size / sum(self.durations))
+        if self.writer:
+            if episodes:
+                self.writer.add_scalar("charts/episodic_return", mean_return, step)
+                self.writer.add_scalar("charts/episodic_length", float(metrics["length_sum"]) / episodes, step)
+            self.writer.add_scalar("charts/SPS", sps, step)
+            self.writer.add_scalar("charts/learning_rate", metrics["learning_rate"], step)
+            for name in metrics.keys() - {"episodes", "return_sum", "length_sum", "learning_rate"}:
+                self.writer.add_scalar(f"losses/{name}", metrics[name], step)
+        if not self.args.quiet:
             shown = "n/a" if mean_return is None else f"{mean_return:.1f}"
-            print(f"iteration {it + 1}/{num_iterations}  SPS {sps}  return {shown}", flush=True)
-        if it == 0:
-            compiles_before = compiles.count
-    if writer:
-        writer.close()
+            left = (self.num_iterations - done) * np.mean(self.durations[1:] or self.durations)
+            elapsed = time.perf_counter() - self.start
+            print(f"iteration {done}/{self.num_iterations}  SPS {sps}  return {shown}  {elapsed:.0f}s, ~{left:.0f}s left")
+        if done == 1:
+            self.compiles_after_first = len(COMPILES)
 
-    last = returns_per_iteration[-10:]
-    finished = sum(n for _, n in last)
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "variant": VARIANT,
-        "status": "ok",
-        "env_id": args.env_id,
-        "hidden": list(parse_hidden(args.hidden)),
-        "seed": args.seed,
-        "args": dataclasses.asdict(args),
-        "device": "cpu" if device.platform == "cpu" else device.device_kind,
-        "devices": {"jax": str(device)},
-        "gpu": gpu_info(device),
-        "versions": library_versions(),
-        "git_commit": commit,
-        "matmul_precision": args.matmul_precision,
-        "param_count": int(sum(x.size for x in jax.tree.leaves(nnx.state(agent, nnx.Param)))),
-        "env_steps": num_iterations * batch_size,
-        "grad_steps": num_iterations * grad_steps_per_iteration,
-        "sync_timing": args.sync_timing,
-        "setup_duration": setup_duration,
-        "iteration_durations": iteration_durations,
-        "rollout_durations": rollout_durations if args.sync_timing else None,
-        "update_durations": update_durations if args.sync_timing else None,
-        "total_duration": time.perf_counter() - start,
-        "compiles_after_first_iteration": compiles.count - compiles_before,
-        "episodic_return": episodic_return,
-        "final_return": sum(s for s, _ in last) / finished if finished else None,
-        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
+    def record(self, param_count: int, grad_steps: int, devices: dict, gpu: Optional[dict]) -> dict:
+        """The JSON record (schema 1, README "The record"); the arguments are what only train() knows."""
+        if self.writer:
+            self.writer.close()
+        args, last = self.args, self.finished[-10:]
+        finished = sum(n for _, n in last)
+        return {
+            "schema_version": 1,
+            "variant": VARIANT,
+            "status": "ok",
+            "env_id": args.env_id,
+            "hidden": list(parse_hidden(args.hidden)),
+            "seed": args.seed,
+            "args": dataclasses.asdict(args),
+            "device": gpu["name"] if gpu else "cpu",
+            "devices": devices,
+            "gpu": gpu,
+            "host": platform.node(),
+            "versions": {"python": platform.python_version(), **{n: importlib.metadata.version(n) for n in LIBRARIES}},
+            "git_commit": self.commit,
+            "matmul_precision": args.matmul_precision,
+            "param_count": param_count,
+            "env_steps": len(self.durations) * self.batch_size,
+            "grad_steps": grad_steps,
+            "sync_timing": args.sync_timing,
+            "setup_duration": self.setup_duration,
+            "iteration_durations": self.durations,
+            "rollout_durations": [rollout for rollout, _ in self.phases] or None,
+            "update_durations": [update for _, update in self.phases] or None,
+            "total_duration": time.perf_counter() - self.start,
+            "compiles_after_first_iteration": len(COMPILES) - self.compiles_after_first,
+            "episodic_return": self.returns,
+            "final_return": sum(s for s, _ in last) / finished if finished else None,
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
 
 
-# ---------------------------------------------------------------- main
-def library_versions() -> dict:
-    names = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy")
-    return {"python": platform.python_version(), **{n: importlib.metadata.version(n) for n in names}}
+LIBRARIES = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy")  # the versions the record holds
+HIGH_ON_CPU = "only NVIDIA GPUs have; CPUs fall back differently per framework, so only highest is the same arithmetic"
 
 
-def git_commit() -> Optional[str]:
+def run_quietly(*command: str) -> Optional[str]:
+    """A command's output, or None if it is missing or fails."""
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=os.path.dirname(os.path.abspath(__file__)),
-                             capture_output=True, text=True, timeout=10)
+        out = subprocess.run(command, cwd=os.path.dirname(__file__) or ".", capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip() if out.returncode == 0 else None
+    return out.stdout.strip() or None if out.returncode == 0 else None
 
 
 def write_json_atomic(path: str, record: dict) -> None:
     """Write to a temporary file beside `path`, then rename: readers never see half a file."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(record, f, indent=1)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(os.path.abspath(path)), suffix=".tmp", delete=False) as f:
+        json.dump(record, f, indent=1)
+    os.replace(f.name, path)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = tyro.cli(Args, args=argv)
+    sys.stdout.reconfigure(line_buffering=True)  # each progress line at once, also into a pipe
     try:
         result = train(args)
     except UsageError as e:
@@ -555,9 +529,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         write_json_atomic(args.json_out, result)
     if not args.quiet:
         durations = result["iteration_durations"]
-        steady = np.median(durations[1:]) if len(durations) > 1 else float("nan")
-        print(f"done: final_return {result['final_return']}  iteration 0 {durations[0]:.3f}s  "
-              f"steady {steady:.4f}s/iteration  compiles after iteration 0: {result['compiles_after_first_iteration']}")
+        steady, compiles = np.median(durations[1:] or durations), result["compiles_after_first_iteration"]
+        print(
+            f"done: final_return {result['final_return']}  iteration 0 {durations[0]:.3f}s  "
+            f"steady {steady:.4f}s/iteration  compiles after iteration 0: {compiles}"
+        )
     return 0
 
 

@@ -144,7 +144,7 @@ def time_plain(env, env_params, hidden, args, iterations):
 def main(opts: Options):
     args = ppo_jax_linen.Args(env_id=opts.env_id, hidden=opts.hidden, tensorboard=False, quiet=True,
                               total_timesteps=opts.iterations * 32 * 256, anneal_lr=False)
-    hidden, env, env_params = ppo_jax_linen.check_args(args)
+    hidden, env, env_params, _ = ppo_jax_linen.check_args(args)
     plain, script = [], []
     with jax.default_matmul_precision("highest"):
         plain.append(time_plain(env, env_params, hidden, args, opts.iterations))

@@ -28,7 +28,7 @@ def test_loss_and_its_output_gradients_agree_across_variants():
     n, num_actions = 128, 4
     arrays = dict(logits=rng.normal(size=(n, num_actions)), value=rng.normal(size=n),
                   obs=np.zeros((n, 3)), logprob=rng.normal(-1.4, 0.3, size=n), old_value=rng.normal(size=n),
-                  advantage=rng.normal(size=n), ret=rng.normal(size=n))
+                  advantage=rng.normal(size=n), returns=rng.normal(size=n))
     arrays = {k: v.astype(np.float32) for k, v in arrays.items()}
     action = rng.integers(0, num_actions, size=n)
     results = {}
@@ -36,7 +36,7 @@ def test_loss_and_its_output_gradients_agree_across_variants():
         module, native = load(variant), (lambda x, v=variant: to_native(v, x))
         mb = module.Batch(obs=native(arrays["obs"]), action=native(action), logprob=native(arrays["logprob"]),
                           value=native(arrays["old_value"]), advantage=native(arrays["advantage"]),
-                          ret=native(arrays["ret"]))
+                          returns=native(arrays["returns"]))
         loss, info, grads = loss_and_output_grads(variant, module, native(arrays["logits"]), native(arrays["value"]),
                                                   mb, module.Args())
         assert sorted(info) == ["approx_kl", "clipfrac", "entropy", "old_approx_kl", "policy_loss", "value_loss"]

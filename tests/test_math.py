@@ -66,7 +66,7 @@ def test_ppo_loss_and_output_gradients_match_numpy(variant, clip_vloss):
 
     mb = module.Batch(obs=to_native(variant, np.zeros((n, 4), np.float32)), action=to_native(variant, action),
                       logprob=to_native(variant, old_logprob), value=to_native(variant, old_value),
-                      advantage=to_native(variant, advantage), ret=to_native(variant, ret))
+                      advantage=to_native(variant, advantage), returns=to_native(variant, ret))
     loss, info, (grad_logits, grad_value) = loss_and_output_grads(
         variant, module, to_native(variant, logits), to_native(variant, value), mb, args)
 
