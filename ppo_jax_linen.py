@@ -8,7 +8,6 @@ A Python loop over iterations times each one and writes a JSON record of where t
 """
 
 import dataclasses
-import functools
 import importlib.metadata
 import json
 import os
@@ -35,7 +34,7 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter
 VARIANT = os.path.basename(__file__)[: -len(".py")].removeprefix("ppo_")
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)  # hashable: jax.jit takes it as a static argument
 class Args:
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
     """the name of this experiment (part of the TensorBoard run name)"""
@@ -309,7 +308,7 @@ def train(args: Args) -> dict:
         runner, losses = update(runner, batch, agent, args)
         return runner, {**stats, **losses}
 
-    collect_jit, update_jit = jax.jit(collect), jax.jit(functools.partial(update, agent=agent, args=args))
+    collect_jit, update_jit = jax.jit(collect), jax.jit(update, static_argnames=("agent", "args"))
     iteration_jit = jax.jit(collect_and_update)
 
     log = Log(args, device, num_iterations, start)
@@ -321,7 +320,7 @@ def train(args: Args) -> dict:
             if args.sync_timing:
                 runner, batch, stats = jax.block_until_ready(collect_jit(runner))
                 t1 = time.perf_counter()
-                runner, losses = jax.block_until_ready(update_jit(runner, batch))
+                runner, losses = jax.block_until_ready(update_jit(runner, batch, agent, args))
                 phases, metrics = (t1 - t0, time.perf_counter() - t1), {**stats, **losses}
             else:
                 runner, metrics = jax.block_until_ready(iteration_jit(runner))
@@ -356,7 +355,7 @@ def check_args(args: Args):
         raise UsageError(f"num_envs * num_steps = {batch_size} is not divisible by --num-minibatches {args.num_minibatches}")
     if args.total_timesteps < batch_size:
         raise UsageError(
-            f"--total-timesteps {args.total_timesteps} is less than one batch, num_envs * num_steps = {batch_size}"
+            f"--total-timesteps {args.total_timesteps} is smaller than one batch, num_envs * num_steps = {batch_size}"
         )
     if args.env_id == "MNISTBandit-bsuite":
         raise UsageError("MNISTBandit-bsuite downloads MNIST when it is built; it is not supported")

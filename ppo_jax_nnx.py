@@ -36,7 +36,7 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter
 VARIANT = os.path.basename(__file__)[: -len(".py")].removeprefix("ppo_")
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)  # hashable: jax.jit takes it as a static argument
 class Args:
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
     """the name of this experiment (part of the TensorBoard run name)"""
@@ -324,7 +324,7 @@ def train(args: Args) -> dict:
     # writes the new state back into them afterwards. cached_partial walks the graph once, here.
     bind = nnx.cached_partial if args.cached_partial else functools.partial
     collect_jit, iteration_jit = bind(nnx.jit(collect), agent, optimizer), bind(nnx.jit(collect_and_update), agent, optimizer)
-    update_jit = bind(nnx.jit(functools.partial(update, args=args)), agent, optimizer)
+    update_jit = bind(nnx.jit(update, static_argnames="args"), agent, optimizer)
 
     log = Log(args, device, num_iterations, start)
     for iteration in range(num_iterations):
@@ -335,7 +335,7 @@ def train(args: Args) -> dict:
             if args.sync_timing:
                 runner, batch, stats = jax.block_until_ready(collect_jit(runner))
                 t1 = time.perf_counter()
-                runner, losses = jax.block_until_ready(update_jit(runner, batch))
+                runner, losses = jax.block_until_ready(update_jit(runner, batch, args))
                 phases, metrics = (t1 - t0, time.perf_counter() - t1), {**stats, **losses}
             else:
                 runner, metrics = jax.block_until_ready(iteration_jit(runner))
@@ -370,7 +370,7 @@ def check_args(args: Args):
         raise UsageError(f"num_envs * num_steps = {batch_size} is not divisible by --num-minibatches {args.num_minibatches}")
     if args.total_timesteps < batch_size:
         raise UsageError(
-            f"--total-timesteps {args.total_timesteps} is less than one batch, num_envs * num_steps = {batch_size}"
+            f"--total-timesteps {args.total_timesteps} is smaller than one batch, num_envs * num_steps = {batch_size}"
         )
     if args.env_id == "MNISTBandit-bsuite":
         raise UsageError("MNISTBandit-bsuite downloads MNIST when it is built; it is not supported")

@@ -39,7 +39,7 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter
 VARIANT = os.path.basename(__file__)[: -len(".py")].removeprefix("ppo_")
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)  # hashable: jax.jit takes it as a static argument
 class Args:
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
     """the name of this experiment (part of the TensorBoard run name)"""
@@ -374,7 +374,7 @@ def check_args(args: Args):
         raise UsageError(f"num_envs * num_steps = {batch_size} is not divisible by --num-minibatches {args.num_minibatches}")
     if args.total_timesteps < batch_size:
         raise UsageError(
-            f"--total-timesteps {args.total_timesteps} is less than one batch, num_envs * num_steps = {batch_size}"
+            f"--total-timesteps {args.total_timesteps} is smaller than one batch, num_envs * num_steps = {batch_size}"
         )
     if args.env_id == "MNISTBandit-bsuite":
         raise UsageError("MNISTBandit-bsuite downloads MNIST when it is built; it is not supported")

@@ -1,4 +1,4 @@
-"""Does ppo_jax_linen.py's instrumentation cost anything? A side-by-side check (issue 2).
+"""Does ppo_jax_linen.py's instrumentation cost anything? A side-by-side check.
 
 It times, in one process, ppo_jax_linen.py's steady iteration (median of iterations 1..) and a
 plain single-jit Linen PPO iteration written independently here, PureJaxRL style, with no

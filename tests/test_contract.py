@@ -2,6 +2,7 @@
 
 import dataclasses
 import datetime
+import platform
 import subprocess
 
 import numpy as np
@@ -11,7 +12,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from conftest import ROOT, VARIANTS, load, read_json, run_script
 
 SCHEMA_KEYS = {
-    "schema_version", "variant", "status", "env_id", "hidden", "seed", "args", "device", "devices", "gpu", "versions",
+    "schema_version", "variant", "status", "env_id", "hidden", "seed", "args", "device", "devices", "gpu", "host", "versions",
     "git_commit", "matmul_precision", "param_count", "env_steps", "grad_steps", "sync_timing",
     "setup_duration", "iteration_durations", "rollout_durations", "update_durations", "total_duration",
     "compiles_after_first_iteration", "episodic_return", "final_return", "timestamp",
@@ -40,6 +41,7 @@ def check_record(record, variant, *, env_id, hidden, seed, iterations, batch, gr
     assert set(record["args"]) == {f.name for f in dataclasses.fields(module.Args)}
     assert record["args"]["env_id"] == env_id and record["args"]["sync_timing"] == sync_timing
     assert record["device"] == "cpu" and record["gpu"] is None  # every test run passes --no-cuda
+    assert record["host"] == platform.node()
     assert record["devices"] == ({"torch": "cpu", "jax": "cpu:0"} if variant.startswith("torch") else {"jax": "cpu:0"})
     expected_versions = {"python", "jax", "jaxlib", "flax", "optax", "gymnax", "numpy"}
     assert expected_versions | ({"torch"} if variant.startswith("torch") else set()) <= set(record["versions"])

@@ -1,4 +1,4 @@
-"""Same work, same math, same network across the five variants (issue 6).
+"""Same work, same math, same network across the five variants.
 
 test_math.py checks each variant against NumPy loops; this file compares the variants with each
 other: the smoke runs of one config, and the loss gradients of one random minibatch."""
