@@ -149,6 +149,11 @@ def save(fig, out: Path, name: str, legend_inches: float = 0.0) -> str:
     return f"![{name}]({name})\n"
 
 
+def size_axes(sizes):
+    """A figure with one subplot per model size, side by side: (fig, axes[0][i] for size i)."""
+    return plt.subplots(1, len(sizes), figsize=(5 * len(sizes), 4.5), squeeze=False)
+
+
 def plain_log_ticks(ax) -> None:
     """Plain tick labels (0.5, 2, 30) on log axes; minor ticks (2s and 5s) labelled only over a few decades."""
     for axis, (low, high) in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
@@ -341,7 +346,7 @@ def plot_overhead(runs, out):
         for window, cut in WINDOWS.items():
             values = [np.mean(r.record["iteration_durations"][cut]) for r in group if r.record["iteration_durations"][cut]]
             means[(variant, size, window)] = float(np.median(values)) if values else np.nan
-    fig, axes = plt.subplots(1, len(sizes), figsize=(5 * len(sizes), 4.5), squeeze=False)
+    fig, axes = size_axes(sizes)
     width = 0.8 / len(WINDOWS)
     for ax, size in zip(axes[0], sizes):
         for j, window in enumerate(WINDOWS):
@@ -366,7 +371,7 @@ def plot_rollout_update(runs, out, stats):
         parts[key] = tuple(float(np.median([np.median(r.record[f][1:] or r.record[f]) for r in group]))
                            for f in ("rollout_durations", "update_durations"))
     # Shares, not seconds: the variants differ by orders of magnitude; the seconds are on the bars.
-    fig, axes = plt.subplots(1, len(sizes), figsize=(5 * len(sizes), 4.5), squeeze=False)
+    fig, axes = size_axes(sizes)
     for ax, size in zip(axes[0], sizes):
         rollout, update = np.array([parts.get((v, size), (np.nan, np.nan)) for v in variants]).T.reshape(2, -1)
         total = rollout + update
@@ -401,7 +406,7 @@ def plot_compilation(runs, out, stats):
     if not rows:
         return ["No compiled and not-compiled runs in the same block."]
     stats.extend(rows)
-    fig, axes = plt.subplots(1, len(sizes), figsize=(5 * len(sizes), 4.5), squeeze=False)
+    fig, axes = size_axes(sizes)
     for ax, size in zip(axes[0], sizes):
         for j, metric in enumerate(SPEEDUP_METRICS):
             cell = [r for r in rows if (r["size"], r["metric"]) == (size, metric)]

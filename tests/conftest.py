@@ -31,11 +31,44 @@ SCRIPTS = {
 }
 VARIANTS = [v for v, script in SCRIPTS.items() if (ROOT / script).exists()]
 
-# A short config that still exercises every part of an iteration (3 iterations of 8x32). Every test
-# runs on the CPU (--no-cuda), whatever the machine has: what the tests check is the arithmetic and the
+# A short config that still exercises every part of an iteration (3 iterations of 8x32), as Args fields
+# (SHORT_ARGS, for train() in this process) and as flags (SHORT, for a script's CLI). Every test runs
+# on the CPU (cuda=False), whatever the machine has: what the tests check is the arithmetic and the
 # contract, which the CPU settles; benchmark.sh --preset gpu-check is for a GPU.
-SHORT = ["--no-cuda", "--num-envs", "8", "--num-steps", "32", "--num-minibatches", "4", "--update-epochs", "2",
-         "--total-timesteps", str(3 * 8 * 32)]
+SHORT_ARGS = dict(cuda=False, num_envs=8, num_steps=32, num_minibatches=4, update_epochs=2, total_timesteps=3 * 8 * 32)
+
+
+def as_flags(fields: dict) -> list[str]:
+    """Args fields as the CLI's flags: cuda=False -> --no-cuda, num_envs=8 -> --num-envs 8."""
+    flags = []
+    for name, value in fields.items():
+        name = name.replace("_", "-")
+        flags += [f"--{name}" if value else f"--no-{name}"] if isinstance(value, bool) else [f"--{name}", str(value)]
+    return flags
+
+
+SHORT = as_flags(SHORT_ARGS)
+QUIET = dict(tensorboard=False, quiet=True)  # for train() called in this process
+
+
+def needs(*variants: str):
+    """Skip a test when one of these variant scripts is absent."""
+    missing = set(variants) - set(VARIANTS)
+    return pytest.mark.skipif(bool(missing), reason=f"variant script missing: {', '.join(sorted(missing))}")
+
+
+def make_batch(variant: str, module, **arrays):
+    """The variant's Batch from NumPy arrays (field name -> array)."""
+    return module.Batch(**{name: to_native(variant, x) for name, x in arrays.items()})
+
+
+def tensorboard_events(run_dir: Path):
+    """The TensorBoard event files of one run, loaded."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run_dir))
+    events.Reload()
+    return events
 
 _modules = {}
 

@@ -7,9 +7,8 @@ import subprocess
 
 import numpy as np
 import pytest
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from conftest import ROOT, VARIANTS, load, read_json, run_script
+from conftest import ROOT, VARIANTS, load, read_json, run_script, tensorboard_events
 
 SCHEMA_KEYS = {
     "schema_version", "variant", "status", "env_id", "hidden", "seed", "args", "device", "devices", "gpu", "host", "versions",
@@ -86,8 +85,7 @@ def test_cli_smoke_run_writes_schema_1_json_and_tensorboard(variant, smoke):
 
     (run_dir,) = (cwd / "runs").iterdir()
     assert run_dir.name.startswith(f"CartPole-v1__{load(variant).Args().exp_name}__3__")
-    events = EventAccumulator(str(run_dir))
-    events.Reload()
+    events = tensorboard_events(run_dir)
     tags = set(events.Tags()["tensors"]) | set(events.Tags()["scalars"])
     assert TENSORBOARD_TAGS | {"hyperparameters"} <= tags
 

@@ -6,7 +6,7 @@ other: the smoke runs of one config, and the loss gradients of one random miniba
 import numpy as np
 import pytest
 
-from conftest import VARIANTS, load, loss_and_output_grads, read_json, to_native, to_numpy
+from conftest import VARIANTS, load, loss_and_output_grads, make_batch, read_json, to_native, to_numpy
 
 pytestmark = pytest.mark.skipif(len(VARIANTS) < 2, reason="needs two variants to compare")
 
@@ -34,9 +34,8 @@ def test_loss_and_its_output_gradients_agree_across_variants():
     results = {}
     for variant in VARIANTS:
         module, native = load(variant), (lambda x, v=variant: to_native(v, x))
-        mb = module.Batch(obs=native(arrays["obs"]), action=native(action), logprob=native(arrays["logprob"]),
-                          value=native(arrays["old_value"]), advantage=native(arrays["advantage"]),
-                          returns=native(arrays["returns"]))
+        mb = make_batch(variant, module, obs=arrays["obs"], action=action, logprob=arrays["logprob"],
+                        value=arrays["old_value"], advantage=arrays["advantage"], returns=arrays["returns"])
         loss, info, grads = loss_and_output_grads(variant, module, native(arrays["logits"]), native(arrays["value"]),
                                                   mb, module.Args())
         assert sorted(info) == ["approx_kl", "clipfrac", "entropy", "old_approx_kl", "policy_loss", "value_loss"]

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from conftest import load, loss_and_output_grads, to_native, to_numpy
+from conftest import load, loss_and_output_grads, make_batch, to_native, to_numpy
 from reference import gae_loop, ppo_loss_loop
 
 
@@ -64,9 +64,8 @@ def test_ppo_loss_and_output_gradients_match_numpy(variant, clip_vloss):
     args = module.Args(clip_vloss=clip_vloss)
     coefs = dict(clip_coef=args.clip_coef, clip_vloss=clip_vloss, ent_coef=args.ent_coef, vf_coef=args.vf_coef)
 
-    mb = module.Batch(obs=to_native(variant, np.zeros((n, 4), np.float32)), action=to_native(variant, action),
-                      logprob=to_native(variant, old_logprob), value=to_native(variant, old_value),
-                      advantage=to_native(variant, advantage), returns=to_native(variant, ret))
+    mb = make_batch(variant, module, obs=np.zeros((n, 4), np.float32), action=action, logprob=old_logprob, value=old_value,
+                    advantage=advantage, returns=ret)
     loss, info, (grad_logits, grad_value) = loss_and_output_grads(
         variant, module, to_native(variant, logits), to_native(variant, value), mb, args)
 

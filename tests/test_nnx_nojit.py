@@ -15,14 +15,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from conftest import VARIANTS, load
+from conftest import VARIANTS, load, needs
 
 # Short enough for eager execution (6 iterations of 32 envs x 32 steps, 16 gradient steps each),
 # with a learning rate high enough that CartPole returns clearly rise within it.
 RISE = dict(num_envs=32, num_steps=32, num_minibatches=4, update_epochs=4, learning_rate=2.5e-3,
             total_timesteps=6 * 32 * 32, cuda=False, tensorboard=False, quiet=True)
 JIT_VARIANTS = [v for v in ("jax_linen", "jax_nnx") if v in VARIANTS]
-needs = lambda *variants: pytest.mark.skipif(not set(variants) <= set(VARIANTS), reason="variant script missing")
 
 
 class CompiledPrograms:

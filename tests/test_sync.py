@@ -5,11 +5,9 @@ frameworks see or a clear error."""
 import jax
 import pytest
 
-from conftest import VARIANTS, HostSync, load
+from conftest import QUIET, SHORT_ARGS, VARIANTS, HostSync, load, needs
 
-SHORT_ARGS = dict(cuda=False, num_envs=8, num_steps=32, num_minibatches=4, update_epochs=2, total_timesteps=2 * 8 * 32,
-                  tensorboard=False, quiet=True)
-needs = lambda variant: pytest.mark.skipif(variant not in VARIANTS, reason=f"{variant} script missing")
+SHORT_ARGS = {**SHORT_ARGS, **QUIET}
 
 
 @needs("linen_nojit")
@@ -50,7 +48,7 @@ def test_the_jax_scripts_run_clean_under_the_guards(variant, trap_host_reads):
     trapped = trap_host_reads()
     record = module.train(module.Args(**SHORT_ARGS, sync_timing=True))
     record |= module.train(module.Args(**SHORT_ARGS))
-    assert len(record["iteration_durations"]) == 2 and record["compiles_after_first_iteration"] == 0
+    assert len(record["iteration_durations"]) == 3 and record["compiles_after_first_iteration"] == 0
     assert trapped == []
 
 
@@ -64,7 +62,7 @@ def test_the_torch_scripts_make_no_host_read_in_a_timed_iteration(variant, sync_
     module = load(variant)
     trapped = trap_host_reads(torch_too=True, scalar_reads=variant == "torch")
     record = module.train(module.Args(**SHORT_ARGS, sync_timing=sync_timing))
-    assert len(record["iteration_durations"]) == 2 and trapped == []
+    assert len(record["iteration_durations"]) == 3 and trapped == []
 
 
 @needs("torch")
