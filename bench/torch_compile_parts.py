@@ -13,6 +13,13 @@ rate). So --parts none is ppo_torch.py but for the sampler's and the compiled sc
 (the permutations come from the same generator either way), and a difference in learning between
 settings belongs to the parts that differ. Writes one record per seed (the script's own record, with
 `compiled_parts` added), atomically; a seed whose record exists is skipped.
+
+    python bench/torch_compile_parts.py --summary results/torch_compile_parts --eager DIR --compiled DIR
+
+compares every --parts setting found, and the whole compiled script, with eager torch (the learn
+preset's records in DIR: torch__*.json and torch_compile__*.json) as plot.py compares variants: the
+probability that a run of the setting ends higher than an eager one (rliable) and the difference in
+the share of runs ending below plot.COLLAPSED, each with its 95% bootstrap interval.
 """
 
 import argparse
@@ -37,12 +44,51 @@ def seeds(text: str) -> list[int]:
     return out
 
 
+def summary(directory: Path, learn: Path) -> str:
+    """A markdown table: each setting against eager torch."""
+    sys.path.insert(0, str(ROOT))
+    import numpy as np
+    import plot
+
+    finals = lambda paths: [json.loads(p.read_text())["final_return"] for p in sorted(paths)]
+    eager = finals(learn.glob("torch__*.json"))
+    settings = {f"compiled: {d.name}": finals(d.glob("seed*.json")) for d in sorted(directory.iterdir()) if d.is_dir()}
+    settings["compiled: policy+critic+update (ppo_torch_compile.py)"] = finals(learn.glob("torch_compile__*.json"))
+    rows = []
+    for name, returns in settings.items():
+        if len(returns) < plot.MIN_BLOCKS:
+            continue
+        (pi, low, high), = plot.probability_of_improvement({name: returns, "eager": eager}, [(name, "eager")]).values()
+        difference = plot.collapse_difference(returns, eager)
+        below = int(np.sum(np.array(returns) < plot.COLLAPSED))
+        rows.append([name, len(returns), plot.fmt(np.mean(returns), 4), f"{below}/{len(returns)}",
+                     plot.with_interval(pi, low, high, 2), plot.with_interval(*difference, 2)])
+    n_below = int(np.sum(np.array(eager) < plot.COLLAPSED))
+    header = (f"Eager torch (ppo_torch.py): {len(eager)} seeds, mean {np.mean(eager):.1f}, {n_below}/{len(eager)} below "
+              f"{plot.COLLAPSED}. Each row: the runs with those parts compiled, against eager torch; intervals 95% bootstrap.\n\n")
+    return header + plot.table(["setting", "seeds", "mean final_return", f"below {plot.COLLAPSED}",
+                                "P(setting > eager)", f"share below {plot.COLLAPSED}: setting - eager"], rows)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--parts", required=True, help=f"comma-separated, from {', '.join(PARTS)}; or none")
+    parser.add_argument("--summary", type=Path, help="summarize the records under this directory instead of running")
+    parser.add_argument("--learn", type=Path, default=ROOT / "results/records/learn/learn",
+                        help="with --summary: the learn preset's records (torch__*.json, torch_compile__*.json)")
+    parser.add_argument("--parts", help=f"comma-separated, from {', '.join(PARTS)}; or none")
     parser.add_argument("--seeds", default="1-32", help="e.g. 1-32 or 1,5,9")
     parser.add_argument("--out", default="results/torch_compile_parts")
     args = parser.parse_args(argv)
+    if args.summary:
+        text = summary(args.summary, args.learn)
+        print(text)
+        fd, tmp = tempfile.mkstemp(dir=args.summary, prefix=".tmp-")
+        with os.fdopen(fd, "w") as f:
+            f.write(text + "\n")
+        os.replace(tmp, args.summary / "summary.md")
+        return 0
+    if not args.parts:
+        parser.error("--parts or --summary is required")
     parts = [] if args.parts == "none" else args.parts.split(",")
     try:
         seed_list = seeds(args.seeds)
