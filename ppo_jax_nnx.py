@@ -11,13 +11,8 @@ writes a JSON record of where the time went.
 
 import dataclasses
 import functools
-import importlib.metadata
-import json
 import os
-import platform
-import subprocess
 import sys
-import tempfile
 import time
 from typing import Literal, NamedTuple, Optional, Sequence
 
@@ -28,10 +23,6 @@ import numpy as np
 import optax
 import tyro
 from flax import nnx
-from tensorboard.compat.proto.event_pb2 import Event
-from tensorboard.plugins.text.summary_v2 import text_pb
-from tensorboard.summary import Writer
-from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
 VARIANT = os.path.basename(__file__)[: -len(".py")].removeprefix("ppo_")
 
@@ -155,9 +146,8 @@ def step_envs(env, env_params, key, env_state, episode: EpisodeStats, action):
     """Step every env once (gymnax resets finished ones); also returns per env the return and length of
     an episode that finished on this step (0 where none did)."""
     keys = jax.random.split(key, action.shape[0])
-    obs, env_state, reward, terminated, truncated, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
-        keys, env_state, action, env_params
-    )
+    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))  # one key, state and action per env; the same params
+    obs, env_state, reward, terminated, truncated, info = step(keys, env_state, action, env_params)
     done = jnp.logical_or(terminated, truncated)
     returns, lengths = episode.returns + reward, episode.lengths + 1
     finished = (jnp.where(done, returns, 0.0), jnp.where(done, lengths, 0), done)
@@ -306,13 +296,8 @@ def train(args: Args) -> dict:
         )
         batch = Batch(traj.obs, traj.action, traj.logprob, traj.value, advantages, returns)
         batch = jax.tree.map(lambda x: x.reshape(batch_size, *x.shape[2:]), batch)
-        stats = {
-            "episodes": episode_done.sum(),
-            "return_sum": episode_returns.sum(),
-            "length_sum": episode_lengths.sum(),
-            "learning_rate": learning_rate,
-            "explained_variance": 1 - jnp.var(returns - traj.value) / jnp.var(returns),
-        }
+        stats = dict(episodes=episode_done.sum(), return_sum=episode_returns.sum(), length_sum=episode_lengths.sum())
+        stats |= dict(learning_rate=learning_rate, explained_variance=1 - jnp.var(returns - traj.value) / jnp.var(returns))
         return runner, batch, stats
 
     def collect_and_update(agent: Agent, optimizer: nnx.Optimizer, runner: Runner):
@@ -346,8 +331,19 @@ def train(args: Args) -> dict:
 
 
 # ---------------------------------------------------------------- benchmark harness
-# Everything below serves the benchmark, not PPO: input validation, the device, compile counting,
-# logging, and the JSON record (README, "The record").
+# Everything below serves the benchmark, not PPO: input validation, the device, compile counting, logging and
+# the JSON record (README, "The result record"). Its imports are here, so that the top shows what PPO needs.
+import importlib.metadata
+import json
+import platform
+import subprocess
+import tempfile
+from tensorboard.compat.proto.event_pb2 import Event
+from tensorboard.plugins.text.summary_v2 import text_pb
+from tensorboard.summary import Writer
+from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+
 class UsageError(ValueError):
     """Bad input: reported in one line, exit code 2, nothing written."""
 
@@ -435,8 +431,7 @@ class Log:
 
     def iteration(self, duration: float, phases, metrics: dict):
         self.durations.append(duration)
-        if phases:
-            self.phases.append(phases)
+        self.phases.append(phases)
         episodes = int(metrics["episodes"])
         mean_return = float(metrics["return_sum"]) / episodes if episodes else None
         self.returns.append(mean_return)
@@ -486,8 +481,8 @@ class Log:
             "sync_timing": args.sync_timing,
             "setup_duration": self.setup_duration,
             "iteration_durations": self.durations,
-            "rollout_durations": [rollout for rollout, _ in self.phases] or None,
-            "update_durations": [update for _, update in self.phases] or None,
+            "rollout_durations": [phases[0] for phases in self.phases] if args.sync_timing else None,
+            "update_durations": [phases[1] for phases in self.phases] if args.sync_timing else None,
             "total_duration": time.perf_counter() - self.start,
             "compiles_after_first_iteration": len(COMPILES) - self.compiles_after_first,
             "episodic_return": self.returns,
