@@ -141,7 +141,7 @@ class Transition(NamedTuple):
 class Runner(NamedTuple):
     agent: Agent  # the network with its parameters: a pytree like the rest of the runner
     opt_state: optax.OptState
-    step: jax.Array  # gradient steps so far, which the learning-rate schedule counts
+    step: jax.Array  # gradient steps so far (Linen's TrainState.step): where the logged learning rate is read
     env_state: object
     obs: jax.Array
     episode: EpisodeStats
@@ -164,14 +164,13 @@ def step_envs(env, env_params, key, env_state, episode: EpisodeStats, action):
 def rollout(runner: Runner, env, env_params, args: Args):
     def step(runner: Runner, _):
         key, action_key, env_key = jax.random.split(runner.key, 3)
-        agent = runner.agent
-        logits, value = agent(runner.obs)
+        logits, value = runner.agent(runner.obs)
         action = jax.random.categorical(action_key, logits)
         logprob = jnp.take_along_axis(jax.nn.log_softmax(logits), action[:, None], axis=-1).squeeze(-1)
         obs, env_state, episode, (reward, terminated, truncated, final_obs), finished = step_envs(
             env, env_params, env_key, runner.env_state, runner.episode, action
         )
-        bootstrap_value = agent.value(final_obs)
+        bootstrap_value = runner.agent.value(final_obs)
         transition = Transition(runner.obs, action, logprob, value, reward, terminated, truncated, bootstrap_value)
         return runner._replace(env_state=env_state, obs=obs, episode=episode, key=key), (transition, finished)
 
