@@ -33,8 +33,8 @@ PYTHON=${PYTHON:-python3}
 # would measure the cache, not the compiler.
 export TORCH_COMPILE_FORCE_DISABLE_CACHES=1
 
-ALL_VARIANTS=(jax_linen jax_nnx linen_nojit torch torch_compile)
-declare -A SCRIPT=([jax_linen]=ppo_jax_linen.py [jax_nnx]=ppo_jax_nnx.py [linen_nojit]=ppo_linen_nojit.py
+ALL_VARIANTS=(jax_linen jax_nnx jax_equinox linen_nojit torch torch_compile)
+declare -A SCRIPT=([jax_linen]=ppo_jax_linen.py [jax_nnx]=ppo_jax_nnx.py [jax_equinox]=ppo_jax_equinox.py [linen_nojit]=ppo_linen_nojit.py
                    [torch]=ppo_torch.py [torch_compile]=ppo_torch_compile.py)
 declare -A HIDDEN=([s]=64,64 [m]=256,256,256 [l]=1024,1024,1024,1024,1024,1024)
 STUDY_ENVS=(CartPole-v1 Acrobot-v1 MountainCar-v0 DiscountingChain-bsuite MemoryChain-bsuite
@@ -49,7 +49,7 @@ usage() {
 Options:
   --preset NAME        quick | cpu | full | learn | gpu-check (default full)
   --out DIR            output directory (default benchmark_out/PRESET)
-  --variants LIST      comma-separated, from: jax_linen,jax_nnx,linen_nojit,torch,torch_compile
+  --variants LIST      comma-separated, from: jax_linen,jax_nnx,jax_equinox,linen_nojit,torch,torch_compile
   --envs LIST          gymnax ids for overall, sync and compile (scaling and learn use CartPole-v1)
   --sizes LIST         from s (64,64), m (256x3), l (1024x6)
   --repeats N          seeds 1..N for every run
@@ -394,7 +394,7 @@ measure_env_costs() {
 check_python() {
   local modules=(gymnax jax tyro tensorboard) v missing
   for v in "${VARIANTS[@]}"; do
-    if [[ $v == torch* ]]; then modules+=(torch); else modules+=(flax optax); fi
+    if [[ $v == torch* ]]; then modules+=(torch); elif [[ $v == jax_equinox ]]; then modules+=(equinox optax); else modules+=(flax optax); fi
   done
   "$PYTHON" -c '' 2>/dev/null || die "cannot run PYTHON=$PYTHON (set PYTHON to the project's interpreter)"
   missing=$("$PYTHON" -c 'import importlib.util, sys; print(*sorted({m for m in sys.argv[1:] if not importlib.util.find_spec(m)}))' \

@@ -35,17 +35,18 @@ from rliable import metrics as rly_metrics  # noqa: E402
 from scipy import stats  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-VARIANTS = ["jax_linen", "jax_nnx", "jax_nnx+nocache", "linen_nojit", "torch", "torch_compile"]
-SPEEDUP_VARIANTS = ["jax_linen", "jax_nnx", "linen_nojit", "torch", "torch_compile"]
+VARIANTS = ["jax_linen", "jax_nnx", "jax_nnx+nocache", "jax_equinox", "linen_nojit", "torch", "torch_compile"]
+SPEEDUP_VARIANTS = ["jax_linen", "jax_nnx", "jax_equinox", "linen_nojit", "torch", "torch_compile"]
 SIZES = {(64, 64): "s", (256,) * 3: "m", (1024,) * 6: "l"}
 EXPERIMENTS = ("overall", "sync", "compile", "scaling", "learn")
 # (compiled, not compiled): the pairs of experiment (3)
 COMPILE_PAIRS = [("jax_linen", "linen_nojit"), ("jax_nnx", "jax_nnx+nocache"), ("torch_compile", "torch")]
 # Iteration 0 holds tracing and compilation; 1-7 may still warm up (caches, allocator); 8-end is steady.
 WINDOWS = {"iteration 0": slice(0, 1), "iterations 1-7": slice(1, 8), "iterations 8-end": slice(8, None)}
-# The learn preset runs each script's default config: its per-iteration times answer "does NNX cost
-# more than Linen?" and "how much faster is the compiled torch iteration?". (A, B): time(B) / time(A).
-LEARN_PAIRS = [("jax_linen", "jax_nnx"), ("torch_compile", "torch")]
+# The learn preset runs each script's default config: its per-iteration times answer "do NNX and Equinox
+# cost more than Linen, and than each other?" and "how much faster is the compiled torch iteration?".
+# (A, B): time(B) / time(A).
+LEARN_PAIRS = [("jax_linen", "jax_nnx"), ("jax_linen", "jax_equinox"), ("jax_nnx", "jax_equinox"), ("torch_compile", "torch")]
 # A run "collapsed" when its final_return ends below this: CartPole-v1's default-config runs that reach 500
 # and fall away (the tail in which torch_compile's runs were once seen to differ from eager torch's).
 COLLAPSED = 425
@@ -254,9 +255,11 @@ def ratio_table(rows) -> str:
 
 
 def interval_bars(rows):
-    """matplotlib's yerr for the rows' intervals: (below, above) each ratio, 0 where there is none."""
-    return np.array([[r["ratio"] - r["ci_low"], r["ci_high"] - r["ratio"]] if r["ci_low"] is not None else [0, 0]
+    """matplotlib's yerr for the rows' intervals: (below, above) each ratio, 0 where there is none. Clipped at 0:
+    when every block has the same ratio, the interval and the mean may differ by a rounding either way."""
+    bars = np.array([[r["ratio"] - r["ci_low"], r["ci_high"] - r["ratio"]] if r["ci_low"] is not None else [0, 0]
                      for r in rows]).T.reshape(2, -1)
+    return np.maximum(bars, 0)
 
 
 def draw_ratios(ax, rows):

@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 from sync_traps import HostSync, trapped_host_reads  # noqa: E402
 
-SCRIPTS = {"jax_linen": "ppo_jax_linen.py", "jax_nnx": "ppo_jax_nnx.py", "linen_nojit": "ppo_linen_nojit.py",
-           "torch": "ppo_torch.py", "torch_compile": "ppo_torch_compile.py"}
+SCRIPTS = {"jax_linen": "ppo_jax_linen.py", "jax_nnx": "ppo_jax_nnx.py", "jax_equinox": "ppo_jax_equinox.py",
+           "linen_nojit": "ppo_linen_nojit.py", "torch": "ppo_torch.py", "torch_compile": "ppo_torch_compile.py"}
 # Short but whole iterations: rollout, GAE, epochs of minibatch updates.
 SHORT = dict(env_id="CartPole-v1", hidden="64,64", num_envs=32, num_steps=32, num_minibatches=4, update_epochs=2,
              total_timesteps=3 * 32 * 32, tensorboard=False, quiet=True)

@@ -25,11 +25,14 @@ os.environ["GOMP_SPINCOUNT"] = "0"
 SCRIPTS = {
     "jax_linen": "ppo_jax_linen.py",
     "jax_nnx": "ppo_jax_nnx.py",
+    "jax_equinox": "ppo_jax_equinox.py",
     "linen_nojit": "ppo_linen_nojit.py",
     "torch": "ppo_torch.py",
     "torch_compile": "ppo_torch_compile.py",
 }
 VARIANTS = [v for v, script in SCRIPTS.items() if (ROOT / script).exists()]
+# The JAX variants that compile their whole iteration into one program (all but linen_nojit).
+JIT_VARIANTS = [v for v in ("jax_linen", "jax_nnx", "jax_equinox") if v in VARIANTS]
 
 # A short config that still exercises every part of an iteration (3 iterations of 8x32), as Args fields
 # (SHORT_ARGS, for train() in this process) and as flags (SHORT, for a script's CLI). Every test runs

@@ -8,7 +8,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import ROOT, VARIANTS, load, read_json, run_script, tensorboard_events
+from conftest import JIT_VARIANTS, ROOT, load, read_json, run_script, tensorboard_events
 
 SCHEMA_KEYS = {
     "schema_version", "variant", "status", "env_id", "hidden", "seed", "args", "device", "devices", "gpu", "host", "versions",
@@ -102,7 +102,7 @@ def test_sync_timing_times_rollout_and_update_separately(variant, tmp_path, monk
     assert list(tmp_path.iterdir()) == []  # --no-tensorboard and no --json-out: nothing written
 
 
-@pytest.mark.parametrize("variant", [v for v in ("jax_linen", "jax_nnx") if v in VARIANTS])
+@pytest.mark.parametrize("variant", JIT_VARIANTS)
 def test_weakly_typed_env_state_does_not_recompile_the_iteration(variant, tmp_path, monkeypatch):
     """MountainCar's reset makes a weakly typed field, its step a strong one: the jitted iteration
     must not see the state's types change between iterations 0 and 1."""

@@ -1,10 +1,11 @@
-"""What ppo_jax_nnx.py and ppo_linen_nojit.py must prove beyond the shared contract.
+"""What ppo_jax_nnx.py, ppo_jax_equinox.py and ppo_linen_nojit.py must prove beyond the shared contract.
 
 - A jit variant compiles its iteration into one program, once: NNX included, with and without
-  nnx.cached_partial (state that changes shape or dtype between calls would compile it again).
+  nnx.cached_partial (state that changes shape or dtype between calls would compile it again), and
+  Equinox's eqx.filter_jit.
 - "No jit" means eager execution, not recompilation: no program of the script's own is compiled,
   nothing is compiled after iteration 0, and the arithmetic is exactly Linen's.
-- The NNX network is Linen's network: same layers, same initialization scheme, same outputs.
+- The NNX and Equinox networks are Linen's network: same layers, same initialization scheme, same outputs.
 """
 
 import collections
@@ -15,13 +16,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from conftest import VARIANTS, load, needs
+from conftest import JIT_VARIANTS, load, needs
 
 # Short enough for eager execution (6 iterations of 32 envs x 32 steps, 16 gradient steps each),
 # with a learning rate high enough that CartPole returns clearly rise within it.
 RISE = dict(num_envs=32, num_steps=32, num_minibatches=4, update_epochs=4, learning_rate=2.5e-3,
             total_timesteps=6 * 32 * 32, cuda=False, tensorboard=False, quiet=True)
-JIT_VARIANTS = [v for v in ("jax_linen", "jax_nnx") if v in VARIANTS]
 
 
 class CompiledPrograms:
@@ -107,28 +107,57 @@ def orthogonal_gain(kernel):
     return gain
 
 
-@needs("jax_nnx", "jax_linen")
-def test_nnx_network_is_linens_network():
-    from flax import nnx
+def build_agent(variant: str, obs_dim: int, hidden, num_actions: int):
+    module = load(variant)
+    if variant == "jax_nnx":
+        from flax import nnx
 
-    nnx_module, linen_module = load("jax_nnx"), load("jax_linen")
+        return module.Agent(obs_dim, hidden, num_actions, rngs=nnx.Rngs(2))
+    return module.Agent(obs_dim, hidden, num_actions, key=jax.random.key(2))
+
+
+def layers_of(variant: str, agent, name: str) -> list:
+    """The layers of the actor or the critic, input first, as (kernel as Linen lays it out: (in, out), bias)."""
+    mlp = getattr(agent, name)
+    if variant == "jax_nnx":
+        return [(layer.kernel[...], layer.bias[...]) for layer in [*mlp.layers, mlp.out]]
+    return [(layer.weight.T, layer.bias) for layer in mlp.layers]  # Equinox's weight is (out, in)
+
+
+def with_layers(variant: str, agent, name: str, params: list):
+    """The agent with the actor's or critic's layers set to params, [(kernel (in, out), bias), ...]."""
+    mlp = getattr(agent, name)
+    if variant == "jax_nnx":  # NNX modules are updated in place
+        for layer, (kernel, bias) in zip([*mlp.layers, mlp.out], params):
+            layer.kernel[...], layer.bias[...] = kernel, bias
+        return agent
+    import equinox as eqx
+
+    leaves = lambda a: [x for layer in getattr(a, name).layers for x in (layer.weight, layer.bias)]
+    return eqx.tree_at(leaves, agent, [x for kernel, bias in params for x in (jnp.asarray(kernel).T, bias)])
+
+
+@pytest.mark.parametrize("variant", [v for v in ("jax_nnx", "jax_equinox") if v in JIT_VARIANTS])
+@needs("jax_linen")
+def test_network_is_linens_network(variant):
+    linen_module = load("jax_linen")
     hidden, num_actions = (16, 8), 3
     obs = jax.random.normal(jax.random.key(0), (5, 2, 3))  # flattened to 6 features by both
     linen_params = linen_module.Agent(hidden, num_actions).init(jax.random.key(1), obs)["params"]
-    agent = nnx_module.Agent(6, hidden, num_actions, rngs=nnx.Rngs(2))
+    agent = build_agent(variant, 6, hidden, num_actions)
     gains = [np.sqrt(2)] * len(hidden)
 
     for name, out_gain in (("actor", 0.01), ("critic", 1.0)):
-        layers = [*getattr(agent, name).layers, getattr(agent, name).out]
+        layers = layers_of(variant, agent, name)
         dense = [linen_params[name][f"Dense_{i}"] for i in range(len(layers))]
         assert len(linen_params[name]) == len(layers)
-        for layer, d, gain in zip(layers, dense, [*gains, out_gain]):
-            assert layer.kernel.shape == d["kernel"].shape and layer.bias.shape == d["bias"].shape
-            np.testing.assert_allclose(orthogonal_gain(layer.kernel[...]), gain, rtol=1e-5)
+        for (kernel, bias), d, gain in zip(layers, dense, [*gains, out_gain]):
+            assert kernel.shape == d["kernel"].shape and bias.shape == d["bias"].shape
+            np.testing.assert_allclose(orthogonal_gain(kernel), gain, rtol=1e-5)
             np.testing.assert_allclose(orthogonal_gain(d["kernel"]), gain, rtol=1e-5)
-            assert not np.any(layer.bias[...]) and not np.any(d["bias"])
-            # Linen's parameters into the NNX module: the same function must come out.
-            layer.kernel[...], layer.bias[...] = d["kernel"], d["bias"] + 0.1
+            assert not np.any(bias) and not np.any(d["bias"])
+        # Linen's parameters into the variant's network: the same function must come out.
+        agent = with_layers(variant, agent, name, [(d["kernel"], d["bias"] + 0.1) for d in dense])
 
     linen_params = jax.tree.map(lambda x: x + 0.1 if x.ndim == 1 else x, linen_params)
     expected_logits, expected_value = linen_module.Agent(hidden, num_actions).apply({"params": linen_params}, obs)

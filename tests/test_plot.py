@@ -18,8 +18,8 @@ ENVS = {"CartPole-v1": 100e-6, "Acrobot-v1": 200e-6, "Breakout-MinAtar": 400e-6}
 HIDDEN = {"s": [64, 64], "m": [256, 256, 256]}
 BASE = {"s": 10.0, "m": 40.0}  # total duration of jax_linen, seconds
 # Each variant's time relative to jax_linen, per env (in ENVS order).
-FACTOR = {"jax_linen": [1, 1, 1], "jax_nnx": [1.25] * 3, "linen_nojit": [4] * 3, "torch": [1, 2, 8],
-          "torch_compile": [2, 2, 2], "jax_nnx+nocache": [3.75] * 3}
+FACTOR = {"jax_linen": [1, 1, 1], "jax_nnx": [1.25] * 3, "jax_equinox": [1.5] * 3, "linen_nojit": [4] * 3,
+          "torch": [1, 2, 8], "torch_compile": [2, 2, 2], "jax_nnx+nocache": [3.75] * 3}
 ITERATIONS = 12
 # Slow spells of the machine in the learn runs: the medians over seeds stay torch 0.1 s, torch_compile
 # 0.2 s (2x), but seed by seed torch_compile is 1x, 2x, 4x torch.
@@ -141,8 +141,10 @@ def test_plot_reproduces_known_ratios_and_writes_every_png(sweep_dir, tmp_path, 
             assert verdict == "A faster"
             assert close(numbers(row(rows, size, "jax_linen", "jax_nnx")[0])[0], 1.25)
             assert close(numbers(row(rows, size, "jax_nnx", "torch")[0])[0], 16 ** (1 / 3) / 1.25)
-    assert len(t["Speedup, total"]) == 2 * 10  # every pair of the five variants, per size
-    assert close(float(row(t["Total duration by environment cost"], "Breakout-MinAtar", "m")[3]), 40 * 8)  # torch
+            assert close(numbers(row(rows, size, "jax_linen", "jax_equinox")[0])[0], 1.5)
+            assert close(numbers(row(rows, size, "jax_nnx", "jax_equinox")[0])[0], 1.5 / 1.25)
+    assert len(t["Speedup, total"]) == 2 * 15  # every pair of the six variants, per size
+    assert close(float(row(t["Total duration by environment cost"], "Breakout-MinAtar", "m")[4]), 40 * 8)  # torch
 
     # Overhead windows of jax_linen (factor 1): iteration 0 = 3 s, 1-7 = 0.1 s, 8-end = 0.05 s.
     assert [float(c) for c in row(t["Overhead: iteration 0 vs 1-7 vs 8-end"], "s", "jax_linen")] == [3, 0.1, 0.05]
@@ -175,6 +177,8 @@ def test_plot_reproduces_known_ratios_and_writes_every_png(sweep_dir, tmp_path, 
     ratios = t["Does every variant learn CartPole-v1? (learn preset) #4"]
     cell, blocks, _ = row(ratios, "steady", "jax_linen", "jax_nnx")
     assert close(numbers(cell)[0], 1.25) and blocks == "3"
+    cell, blocks, _ = row(ratios, "steady", "jax_nnx", "jax_equinox")
+    assert close(numbers(cell)[0], 1.5 / 1.25) and blocks == "3"
     cell, blocks, _ = row(ratios, "steady", "torch_compile", "torch")  # seed by seed 1, 1/2, 1/4
     assert close(numbers(cell)[0], 0.5) and blocks == "3"
 

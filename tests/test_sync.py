@@ -5,7 +5,7 @@ frameworks see or a clear error."""
 import jax
 import pytest
 
-from conftest import QUIET, SHORT_ARGS, VARIANTS, HostSync, load, needs
+from conftest import JIT_VARIANTS, QUIET, SHORT_ARGS, VARIANTS, HostSync, load, needs
 
 SHORT_ARGS = {**SHORT_ARGS, **QUIET}
 
@@ -42,7 +42,7 @@ def test_an_input_left_on_the_host_fails_the_timed_call(monkeypatch):
         module.train(module.Args(**SHORT_ARGS))
 
 
-@pytest.mark.parametrize("variant", [v for v in ("jax_linen", "jax_nnx", "linen_nojit") if v in VARIANTS])
+@pytest.mark.parametrize("variant", JIT_VARIANTS + [v for v in ("linen_nojit",) if v in VARIANTS])
 def test_the_jax_scripts_run_clean_under_the_guards(variant, trap_host_reads):
     module = load(variant)
     trapped = trap_host_reads()

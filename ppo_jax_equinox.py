@@ -1,0 +1,538 @@
+"""PPO on gymnax with Equinox, one `eqx.filter_jit` per iteration.
+
+Read it beside ppo_jax_linen.py: the same Args, PPO details and arithmetic, but the network is an
+`eqx.Module`, a pytree that holds its own parameters, so the agent itself is what the scans carry,
+what `eqx.filter_value_and_grad` differentiates and what optax updates. Rollout, GAE and update are
+still scans compiled into one XLA program per iteration. A Python loop over iterations times each
+one and writes a JSON record of where the time went.
+
+    python ppo_jax_equinox.py --env-id CartPole-v1 --hidden 256,256,256
+"""
+
+import dataclasses
+import os
+import sys
+import time
+from typing import Literal, NamedTuple, Optional, Sequence
+
+import equinox as eqx
+import gymnax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import tyro
+
+VARIANT = os.path.basename(__file__)[: -len(".py")].removeprefix("ppo_")
+
+
+@dataclasses.dataclass(frozen=True)  # hashable: jax.jit takes it as a static argument
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment (part of the TensorBoard run name)"""
+    seed: int = 1
+    """seed of the environment, the network init and the action sampling"""
+    cuda: bool = True
+    """use the GPU when one is visible; the CPU otherwise"""
+    env_id: str = "CartPole-v1"
+    """the gymnax environment id (discrete actions only)"""
+    total_timesteps: int = 819200
+    """total environment steps; rounded down to whole iterations of num_envs * num_steps"""
+    num_envs: int = 32
+    """the number of parallel environments"""
+    num_steps: int = 256
+    """the number of steps per environment per rollout"""
+    num_minibatches: int = 8
+    """the number of minibatches per epoch"""
+    update_epochs: int = 10
+    """the number of passes over the rollout per update"""
+    learning_rate: float = 2.5e-4
+    """the learning rate of Adam"""
+    anneal_lr: bool = True
+    """anneal the learning rate linearly to 0 over the iterations"""
+    gamma: float = 0.99
+    """the discount factor"""
+    gae_lambda: float = 0.95
+    """the lambda of generalized advantage estimation"""
+    clip_coef: float = 0.2
+    """the surrogate clipping coefficient"""
+    clip_vloss: bool = True
+    """clip the value loss as in the PPO paper's code"""
+    ent_coef: float = 0.01
+    """the coefficient of the entropy bonus"""
+    vf_coef: float = 0.5
+    """the coefficient of the value loss"""
+    max_grad_norm: float = 0.5
+    """the maximum global norm of the gradient"""
+    bootstrap_truncation: bool = True
+    """bootstrap time-limit truncations with V(final observation); off treats them as terminations"""
+    hidden: str = "64,64"
+    """hidden layer sizes of the actor and of the critic, comma-separated, e.g. 256,256,256"""
+    matmul_precision: Literal["highest", "high"] = "highest"
+    """float32 matmul precision: highest = float32 in every framework; high = TF32 on an NVIDIA GPU"""
+    sync_timing: bool = False
+    """time rollout(+GAE) and update separately, blocking after each"""
+    json_out: Optional[str] = None
+    """write the result record (JSON, schema 1) to this path"""
+    tensorboard: bool = True
+    """write TensorBoard logs to runs/{run_name}"""
+    quiet: bool = False
+    """print no progress line per iteration"""
+
+
+# ---------------------------------------------------------------- network
+class MLP(eqx.Module):
+    layers: tuple[eqx.nn.Linear, ...]
+
+    def __init__(self, in_dim: int, hidden: Sequence[int], out_dim: int, out_gain: float, key: jax.Array):
+        sizes, gains = (in_dim, *hidden, out_dim), (*[np.sqrt(2)] * len(hidden), out_gain)
+        layers = []
+        for i, o, gain, layer_key in zip(sizes, sizes[1:], gains, jax.random.split(key, len(gains))):
+            layer_key, weight_key = jax.random.split(layer_key)
+            layer = eqx.nn.Linear(i, o, key=layer_key)  # Equinox's default init (uniform), replaced on the next line
+            weight = jax.nn.initializers.orthogonal(gain)(weight_key, (o, i))  # biases: zeros, as in the other variants
+            layers.append(eqx.tree_at(lambda layer: (layer.weight, layer.bias), layer, (weight, jnp.zeros(o))))
+        self.layers = tuple(layers)
+
+    def __call__(self, x):  # one observation: Equinox layers act on single examples, jax.vmap batches them
+        for layer in self.layers[:-1]:
+            x = jnp.tanh(layer(x))
+        return self.layers[-1](x)
+
+
+class Agent(eqx.Module):
+    """Separate actor and critic tanh MLPs; observations are flattened (MinAtar grids are 10x10xC).
+
+    Unlike Linen, Equinox builds the parameters in the constructor, so it needs the input size now."""
+
+    actor: MLP
+    critic: MLP
+
+    def __init__(self, obs_dim: int, hidden: Sequence[int], num_actions: int, key: jax.Array):
+        actor_key, critic_key = jax.random.split(key)
+        self.actor = MLP(obs_dim, hidden, num_actions, out_gain=0.01, key=actor_key)
+        self.critic = MLP(obs_dim, hidden, 1, out_gain=1.0, key=critic_key)
+
+    def __call__(self, obs):
+        x = obs.reshape(obs.shape[0], -1).astype(jnp.float32)
+        return jax.vmap(self.actor)(x), jax.vmap(self.critic)(x).squeeze(-1)
+
+    def value(self, obs):
+        return jax.vmap(self.critic)(obs.reshape(obs.shape[0], -1).astype(jnp.float32)).squeeze(-1)
+
+
+# ---------------------------------------------------------------- rollout
+class EpisodeStats(NamedTuple):
+    returns: jax.Array  # return so far of each env's current episode
+    lengths: jax.Array
+
+
+class Transition(NamedTuple):
+    obs: jax.Array
+    action: jax.Array
+    logprob: jax.Array
+    value: jax.Array
+    reward: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+    bootstrap_value: jax.Array  # V(observation reached before any auto-reset)
+
+
+class Runner(NamedTuple):
+    agent: Agent  # the network with its parameters: a pytree like the rest of the runner
+    opt_state: optax.OptState
+    step: jax.Array  # gradient steps so far (Linen's TrainState.step): where the logged learning rate is read
+    env_state: object
+    obs: jax.Array
+    episode: EpisodeStats
+    key: jax.Array
+
+
+def step_envs(env, env_params, key, env_state, episode: EpisodeStats, action):
+    """Step every env once (gymnax resets finished ones); also returns per env the return and length of
+    an episode that finished on this step (0 where none did)."""
+    keys = jax.random.split(key, action.shape[0])
+    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))  # one key, state and action per env; the same params
+    obs, env_state, reward, terminated, truncated, info = step(keys, env_state, action, env_params)
+    done = jnp.logical_or(terminated, truncated)
+    returns, lengths = episode.returns + reward, episode.lengths + 1
+    finished = (jnp.where(done, returns, 0.0), jnp.where(done, lengths, 0), done)
+    episode = EpisodeStats(jnp.where(done, 0.0, returns), jnp.where(done, 0, lengths))
+    return obs, env_state, episode, (reward, terminated, truncated, info["final_observation"]), finished
+
+
+def rollout(runner: Runner, env, env_params, args: Args):
+    def step(runner: Runner, _):
+        key, action_key, env_key = jax.random.split(runner.key, 3)
+        logits, value = runner.agent(runner.obs)
+        action = jax.random.categorical(action_key, logits)
+        logprob = jnp.take_along_axis(jax.nn.log_softmax(logits), action[:, None], axis=-1).squeeze(-1)
+        obs, env_state, episode, (reward, terminated, truncated, final_obs), finished = step_envs(
+            env, env_params, env_key, runner.env_state, runner.episode, action
+        )
+        bootstrap_value = runner.agent.value(final_obs)
+        transition = Transition(runner.obs, action, logprob, value, reward, terminated, truncated, bootstrap_value)
+        return runner._replace(env_state=env_state, obs=obs, episode=episode, key=key), (transition, finished)
+
+    return jax.lax.scan(step, runner, length=args.num_steps)
+
+
+# ---------------------------------------------------------------- compute_gae
+def compute_gae(rewards, values, bootstrap_values, terminated, truncated, gamma, gae_lambda):
+    """GAE over (num_steps, num_envs) arrays, as a reverse scan.
+
+    bootstrap_values[t] is V of the observation that step t reached before any reset, so a
+    truncated episode is bootstrapped and only a termination cuts the value off. Either one ends
+    the episode, which stops the advantage from flowing back across it."""
+
+    def backward(next_advantage, t):
+        reward, value, next_value, term, done = t
+        delta = reward + gamma * next_value * (1.0 - term) - value
+        advantage = delta + gamma * gae_lambda * (1.0 - done) * next_advantage
+        return advantage, advantage
+
+    done = jnp.logical_or(terminated, truncated)
+    xs = (rewards, values, bootstrap_values, terminated.astype(jnp.float32), done.astype(jnp.float32))
+    _, advantages = jax.lax.scan(backward, jnp.zeros_like(values[0]), xs, reverse=True)
+    return advantages, advantages + values
+
+
+# ---------------------------------------------------------------- ppo_loss
+class Batch(NamedTuple):
+    obs: jax.Array
+    action: jax.Array
+    logprob: jax.Array
+    value: jax.Array
+    advantage: jax.Array
+    returns: jax.Array
+
+
+def ppo_loss(logits, value, mb: Batch, args: Args):
+    """Clipped surrogate + (clipped) value loss - entropy bonus, from the network's outputs."""
+    logprobs = jax.nn.log_softmax(logits)
+    newlogprob = jnp.take_along_axis(logprobs, mb.action[:, None], axis=-1).squeeze(-1)
+    entropy = -(jnp.exp(logprobs) * logprobs).sum(-1).mean()
+    logratio = newlogprob - mb.logprob
+    ratio = jnp.exp(logratio)
+    advantage = (mb.advantage - mb.advantage.mean()) / (mb.advantage.std() + 1e-8)
+    pg_loss = jnp.maximum(-advantage * ratio, -advantage * jnp.clip(ratio, 1 - args.clip_coef, 1 + args.clip_coef)).mean()
+    v_loss = (value - mb.returns) ** 2
+    if args.clip_vloss:
+        v_clipped = mb.value + jnp.clip(value - mb.value, -args.clip_coef, args.clip_coef)
+        v_loss = jnp.maximum(v_loss, (v_clipped - mb.returns) ** 2)
+    v_loss = 0.5 * v_loss.mean()
+    loss = pg_loss - args.ent_coef * entropy + args.vf_coef * v_loss
+    logratio, ratio = jax.lax.stop_gradient((logratio, ratio))
+    return loss, {
+        "policy_loss": pg_loss,
+        "value_loss": v_loss,
+        "entropy": entropy,
+        "old_approx_kl": (-logratio).mean(),
+        "approx_kl": ((ratio - 1) - logratio).mean(),
+        "clipfrac": (jnp.abs(ratio - 1) > args.clip_coef).mean(),
+    }
+
+
+# ---------------------------------------------------------------- update
+def update(runner: Runner, batch: Batch, tx: optax.GradientTransformation, args: Args):
+    """update_epochs passes over the batch in shuffled minibatches: two nested scans."""
+
+    def minibatch_step(carry, mb: Batch):
+        agent, opt_state = carry
+
+        def loss_fn(agent: Agent):
+            logits, value = agent(mb.obs)
+            return ppo_loss(logits, value, mb, args)
+
+        (_, info), grads = eqx.filter_value_and_grad(loss_fn, has_aux=True)(agent)
+        updates, opt_state = tx.update(grads, opt_state, eqx.filter(agent, eqx.is_array))
+        return (eqx.apply_updates(agent, updates), opt_state), info
+
+    def epoch(carry, _):
+        agent, opt_state, key = carry
+        key, perm_key = jax.random.split(key)
+        perm = jax.random.permutation(perm_key, batch.advantage.shape[0])
+        minibatches = jax.tree.map(lambda x: x[perm].reshape(args.num_minibatches, -1, *x.shape[1:]), batch)
+        (agent, opt_state), info = jax.lax.scan(minibatch_step, (agent, opt_state), minibatches)
+        return (agent, opt_state, key), info
+
+    carry = (runner.agent, runner.opt_state, runner.key)
+    (agent, opt_state, key), info = jax.lax.scan(epoch, carry, length=args.update_epochs)
+    step = runner.step + args.update_epochs * args.num_minibatches
+    return runner._replace(agent=agent, opt_state=opt_state, step=step, key=key), jax.tree.map(jnp.mean, info)
+
+
+# ---------------------------------------------------------------- train
+def train(args: Args) -> dict:
+    """Train, time every iteration, and return the result record."""
+    start = time.perf_counter()
+    hidden, env, env_params, device = check_args(args)
+    jax.config.update("jax_default_device", device)
+    # torch's names for XLA's: the same arithmetic in both frameworks (README, "Flags")
+    jax.config.update("jax_default_matmul_precision", {"highest": "highest", "high": "tensorfloat32"}[args.matmul_precision])
+    batch_size = args.num_envs * args.num_steps
+    num_iterations = args.total_timesteps // batch_size
+    grad_steps_per_iteration = args.update_epochs * args.num_minibatches
+
+    key = jax.random.key(args.seed)
+    key, init_key, reset_key = jax.random.split(key, 3)
+    obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
+    # gymnax's reset leaves some fields weakly typed (MountainCar's velocity is jnp.array(0.0)) and a step
+    # makes them strong: a jitted step would trace and compile again on its second call. Strong from the start.
+    env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if x.weak_type else x, env_state)
+    agent = Agent(int(np.prod(obs.shape[1:])), hidden, env.action_space(env_params).n, key=init_key)
+    schedule = optax.linear_schedule(args.learning_rate, 0.0, num_iterations)
+    # CleanRL anneals once per iteration: the rate is constant within an update.
+    lr = (lambda count: schedule(count // grad_steps_per_iteration)) if args.anneal_lr else args.learning_rate
+    tx = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(lr, eps=1e-5))
+    opt_state = tx.init(eqx.filter(agent, eqx.is_array))
+    episode = EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
+    # All on the device now: no transfer in the timed loop.
+    runner = jax.device_put(Runner(agent, opt_state, jnp.zeros((), jnp.int32), env_state, obs, episode, key), device)
+
+    def collect(runner: Runner):
+        """Rollout, then GAE; returns the flat batch and the iteration's episode statistics."""
+        learning_rate = lr(runner.step) if args.anneal_lr else jnp.float32(lr)
+        runner, (traj, (episode_returns, episode_lengths, episode_done)) = rollout(runner, env, env_params, args)
+        terminated = traj.terminated if args.bootstrap_truncation else jnp.logical_or(traj.terminated, traj.truncated)
+        advantages, returns = compute_gae(
+            traj.reward, traj.value, traj.bootstrap_value, terminated, traj.truncated, args.gamma, args.gae_lambda
+        )
+        batch = Batch(traj.obs, traj.action, traj.logprob, traj.value, advantages, returns)
+        batch = jax.tree.map(lambda x: x.reshape(batch_size, *x.shape[2:]), batch)
+        stats = dict(episodes=episode_done.sum(), return_sum=episode_returns.sum(), length_sum=episode_lengths.sum())
+        stats |= dict(learning_rate=learning_rate, explained_variance=1 - jnp.var(returns - traj.value) / jnp.var(returns))
+        return runner, batch, stats
+
+    def collect_and_update(runner: Runner):
+        runner, batch, stats = collect(runner)
+        runner, losses = update(runner, batch, tx, args)
+        return runner, {**stats, **losses}
+
+    # filter_jit traces the arrays among the arguments and holds everything else static (here tx and args)
+    collect_jit, update_jit = eqx.filter_jit(collect), eqx.filter_jit(update)
+    iteration_jit = eqx.filter_jit(collect_and_update)
+
+    log = Log(args, device, num_iterations, start)
+    for iteration in range(num_iterations):
+        # Timed: the only host sync is the block_until_ready that ends each timer. An implicit
+        # transfer between host and device (a hidden sync) fails the run instead of slowing it.
+        t0 = time.perf_counter()
+        with jax.transfer_guard("disallow"):
+            if args.sync_timing:
+                runner, batch, stats = jax.block_until_ready(collect_jit(runner))
+                t1 = time.perf_counter()
+                runner, losses = jax.block_until_ready(update_jit(runner, batch, tx, args))
+                phases, metrics = (t1 - t0, time.perf_counter() - t1), {**stats, **losses}
+            else:
+                runner, metrics = jax.block_until_ready(iteration_jit(runner))
+                phases = None
+        log.iteration(time.perf_counter() - t0, phases, jax.device_get(metrics))
+    param_count = sum(x.size for x in jax.tree.leaves(eqx.filter(runner.agent, eqx.is_array)))
+    return log.record(param_count, num_iterations * grad_steps_per_iteration, {"jax": str(device)}, gpu_info(device))
+
+
+# ---------------------------------------------------------------- benchmark harness
+# Everything below serves the benchmark, not PPO: input validation, the device, compile counting, logging and
+# the JSON record (README, "The result record"). Its imports are here, so that the top shows what PPO needs.
+import importlib.metadata
+import json
+import platform
+import subprocess
+import tempfile
+from tensorboard.compat.proto.event_pb2 import Event
+from tensorboard.plugins.text.summary_v2 import text_pb
+from tensorboard.summary import Writer
+from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+
+class UsageError(ValueError):
+    """Bad input: reported in one line, exit code 2, nothing written."""
+
+
+def parse_hidden(text: str) -> tuple[int, ...]:
+    parts = [p.strip() for p in text.split(",")]
+    if not text.strip() or not all(p.isdigit() for p in parts) or min(int(p) for p in parts) <= 0:
+        raise UsageError(f"--hidden must be comma-separated positive integers such as 64,64; got {text!r}")
+    return tuple(int(p) for p in parts)
+
+
+def check_args(args: Args):
+    """Validate everything before anything is built or written; returns (hidden, env, env_params, device)."""
+    hidden = parse_hidden(args.hidden)
+    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
+        if getattr(args, name) <= 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be positive; got {getattr(args, name)}")
+    batch_size = args.num_envs * args.num_steps
+    if batch_size % args.num_minibatches:
+        raise UsageError(f"num_envs * num_steps = {batch_size} is not divisible by --num-minibatches {args.num_minibatches}")
+    if args.total_timesteps < batch_size:
+        raise UsageError(
+            f"--total-timesteps {args.total_timesteps} is smaller than one batch, num_envs * num_steps = {batch_size}"
+        )
+    if args.env_id == "MNISTBandit-bsuite":
+        raise UsageError("MNISTBandit-bsuite downloads MNIST when it is built; it is not supported")
+    if args.env_id not in gymnax.registered_envs:
+        valid = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]
+        raise UsageError(f"unknown --env-id {args.env_id!r}; valid ids: {', '.join(valid)}")
+    env, env_params = gymnax.make(args.env_id)
+    if not isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete):
+        raise UsageError(f"{args.env_id} has continuous actions; only discrete-action environments are supported")
+    device = jax.devices()[0] if args.cuda else jax.devices("cpu")[0]  # the GPU if jax sees one
+    if args.cuda and device.platform == "cpu":
+        print("no GPU visible to jax: running on the CPU", file=sys.stderr)
+    if args.matmul_precision == "high" and device.platform == "cpu":
+        raise UsageError(f"--matmul-precision high means TF32, which {HIGH_ON_CPU}")
+    return hidden, env, env_params, device
+
+
+def gpu_info(device) -> Optional[dict]:
+    """What a GPU result needs to be read, as jax reports it; None on the CPU."""
+    if device.platform == "cpu":
+        return None
+    from jax._src.lib import cuda_versions  # the CUDA plugin's version queries (None without one)
+
+    version = lambda name: getattr(cuda_versions, name, lambda: None)() if cuda_versions else None
+    cuda = {"cuda_runtime": version("cuda_runtime_get_version"), "cudnn": version("cudnn_get_version")}
+    jax_info = {"device_kind": device.device_kind, "platform_version": device.client.platform_version, **cuda}
+    return {"name": device.device_kind, "driver": driver_version(), "jax": jax_info}
+
+
+def driver_version() -> Optional[str]:
+    """The NVIDIA driver's version, from nvidia-smi (neither framework reports it)."""
+    out = run_quietly("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")
+    return out and out.split()[0]
+
+
+COMPILES = []  # one entry per XLA compilation in this process, from jax.monitoring's events
+jax.monitoring.register_event_duration_secs_listener(
+    lambda event, duration, **_: COMPILES.append(event) if event == "/jax/core/compile/backend_compile_duration" else None
+)
+
+
+class Log:
+    """The untimed bookkeeping of the iterations: the plan line, the progress line, TensorBoard, and
+    the lists of the JSON record."""
+
+    def __init__(self, args: Args, device, num_iterations: int, start: float):
+        self.args, self.num_iterations, self.start = args, num_iterations, start
+        self.batch_size = args.num_envs * args.num_steps
+        self.commit = run_quietly("git", "rev-parse", "HEAD")  # now, not at the end: the checkout may move
+        self.durations, self.phases, self.returns, self.finished = [], [], [], []
+        run = f"runs/{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+        self.writer = Writer(run) if args.tensorboard else None
+        if self.writer:  # the hyperparameters as a text summary, as CleanRL writes them
+            table = "\n".join(["|param|value|", "|-|-|", *(f"|{k}|{v}|" for k, v in dataclasses.asdict(args).items())])
+            text = EventFileWriter(run)
+            text.add_event(Event(wall_time=time.time(), step=0, summary=text_pb("hyperparameters", table)))
+            text.close()
+        if not args.quiet:
+            plan = f"{num_iterations} iterations of {args.num_envs} envs x {args.num_steps} steps"
+            print(f"{VARIANT} on {device}: {args.env_id}, hidden {args.hidden}, {plan}")
+        self.setup_duration = time.perf_counter() - start
+
+    def iteration(self, duration: float, phases, metrics: dict):
+        self.durations.append(duration)
+        self.phases.append(phases)
+        episodes = int(metrics["episodes"])
+        mean_return = float(metrics["return_sum"]) / episodes if episodes else None
+        self.returns.append(mean_return)
+        self.finished.append((float(metrics["return_sum"]), episodes))
+        done = len(self.durations)
+        step, sps = done * self.batch_size, int(done * self.batch_size / sum(self.durations))
+        if self.writer:
+            if episodes:
+                self.writer.add_scalar("charts/episodic_return", mean_return, step)
+                self.writer.add_scalar("charts/episodic_length", float(metrics["length_sum"]) / episodes, step)
+            self.writer.add_scalar("charts/SPS", sps, step)
+            self.writer.add_scalar("charts/learning_rate", metrics["learning_rate"], step)
+            for name in metrics.keys() - {"episodes", "return_sum", "length_sum", "learning_rate"}:
+                self.writer.add_scalar(f"losses/{name}", metrics[name], step)
+        if not self.args.quiet:
+            shown = "n/a" if mean_return is None else f"{mean_return:.1f}"
+            left = (self.num_iterations - done) * np.mean(self.durations[1:] or self.durations)
+            elapsed = time.perf_counter() - self.start
+            print(f"iteration {done}/{self.num_iterations}  SPS {sps}  return {shown}  {elapsed:.0f}s, ~{left:.0f}s left")
+        if done == 1:
+            self.compiles_after_first = len(COMPILES)
+
+    def record(self, param_count: int, grad_steps: int, devices: dict, gpu: Optional[dict]) -> dict:
+        """The JSON record (schema 1, README "The record"); the arguments are what only train() knows."""
+        if self.writer:
+            self.writer.close()
+        args, last = self.args, self.finished[-10:]
+        finished = sum(n for _, n in last)
+        return {
+            "schema_version": 1,
+            "variant": VARIANT,
+            "status": "ok",
+            "env_id": args.env_id,
+            "hidden": list(parse_hidden(args.hidden)),
+            "seed": args.seed,
+            "args": dataclasses.asdict(args),
+            "device": gpu["name"] if gpu else "cpu",
+            "devices": devices,
+            "gpu": gpu,
+            "host": platform.node(),
+            "versions": {"python": platform.python_version(), **{n: importlib.metadata.version(n) for n in LIBRARIES}},
+            "git_commit": self.commit,
+            "matmul_precision": args.matmul_precision,
+            "param_count": param_count,
+            "env_steps": len(self.durations) * self.batch_size,
+            "grad_steps": grad_steps,
+            "sync_timing": args.sync_timing,
+            "setup_duration": self.setup_duration,
+            "iteration_durations": self.durations,
+            "rollout_durations": [phases[0] for phases in self.phases] if args.sync_timing else None,
+            "update_durations": [phases[1] for phases in self.phases] if args.sync_timing else None,
+            "total_duration": time.perf_counter() - self.start,
+            "compiles_after_first_iteration": len(COMPILES) - self.compiles_after_first,
+            "episodic_return": self.returns,
+            "final_return": sum(s for s, _ in last) / finished if finished else None,
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+
+
+LIBRARIES = ("jax", "jaxlib", "equinox", "flax", "optax", "gymnax", "numpy")  # the versions the record holds
+HIGH_ON_CPU = "only NVIDIA GPUs have; CPUs fall back differently per framework, so only highest is the same arithmetic"
+
+
+def run_quietly(*command: str) -> Optional[str]:
+    """A command's output, or None if it is missing or fails."""
+    try:
+        out = subprocess.run(command, cwd=os.path.dirname(__file__) or ".", capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def write_json_atomic(path: str, record: dict) -> None:
+    """Write to a temporary file beside `path`, then rename: readers never see half a file."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(os.path.abspath(path)), suffix=".tmp", delete=False) as f:
+        json.dump(record, f, indent=1)
+    os.replace(f.name, path)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = tyro.cli(Args, args=argv)
+    sys.stdout.reconfigure(line_buffering=True)  # each progress line at once, also into a pipe
+    try:
+        result = train(args)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.json_out:
+        write_json_atomic(args.json_out, result)
+    if not args.quiet:
+        durations = result["iteration_durations"]
+        steady, compiles = np.median(durations[1:] or durations), result["compiles_after_first_iteration"]
+        print(
+            f"done: final_return {result['final_return']}  iteration 0 {durations[0]:.3f}s  "
+            f"steady {steady:.4f}s/iteration  compiles after iteration 0: {compiles}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
