@@ -1,10 +1,9 @@
 """PPO on gymnax with PyTorch, eager: the torch variant of benchback.
 
-Read it beside ppo_jax_linen.py (same Args, sections and PPO details) or CleanRL's ppo.py. The
-environments stay in JAX, one jitted, vmapped gymnax step per rollout step; actions go to JAX and
-observations come back through DLPack without a copy, and the other env outputs stay in JAX until
-the rollout ends. Network, GAE, loss and Adam are PyTorch, run op by op from Python (eager);
-ppo_torch_compile.py is the same script with torch.compile.
+Read it beside ppo_jax_linen.py (same Args, sections and PPO details) or CleanRL's ppo.py. The environments
+stay in JAX, one jitted, vmapped gymnax step per rollout step; actions go to JAX and observations come back
+through DLPack without a copy, and the other env outputs stay in JAX until the rollout ends. Network, GAE,
+loss and Adam are PyTorch, run op by op from Python (eager); ppo_torch_compile.py is the same with torch.compile.
 
     python ppo_torch.py --env-id CartPole-v1 --hidden 256,256,256
 """
@@ -15,14 +14,13 @@ import sys
 import time
 from typing import Literal, NamedTuple, Optional, Sequence
 
-# JAX takes 75% of the GPU's memory when it first uses the GPU, unless told to allocate on demand;
-# torch shares the card in this process. It must be set before jax initializes.
+# JAX takes 75% of the GPU's memory when it first uses the GPU, unless told to allocate on demand; torch shares
+# the card in this process. It must be set before jax initializes.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-# After each parallel op torch's OpenMP threads busy-wait for the next one, by default for
-# milliseconds, taking the cores that JAX needs for the env step. Never busy-waiting (PASSIVE) costs
-# a wake-up per op instead. So they spin ~30 us (GOMP_SPINCOUNT, GNU OpenMP's, which torch's Linux
-# wheels use; it overrides PASSIVE): enough to bridge the ops of an update, not a rollout's env step.
-# Run one script at a time: beside other busy processes, spinning threads slow them all down.
+# After each parallel op torch's OpenMP threads busy-wait for the next one, by default for milliseconds, taking the
+# cores that JAX needs for the env step. Never busy-waiting (PASSIVE) costs a wake-up per op instead. So they spin
+# ~30 us (GOMP_SPINCOUNT, GNU OpenMP's, which torch's Linux wheels use; it overrides PASSIVE): enough to bridge the
+# ops of an update, not a rollout's env step. Run one script at a time: spinning threads slow other busy processes.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("GOMP_SPINCOUNT", "3000")
 # (so these imports come after the settings above)
@@ -173,21 +171,6 @@ def step_envs(env, env_params, key, env_state, episode: EpisodeStats, action):
     return obs, env_state, episode, (reward, terminated, truncated, info["final_observation"]), finished
 
 
-def make_env_step(env, env_params):
-    """The JAX half of a rollout step, one jitted call: step the envs, add finished episodes to totals."""
-
-    @jax.jit
-    def env_step(key, env_state, episode, totals, action):
-        key, step_key = jax.random.split(key)
-        obs, env_state, episode, outputs, (returns, lengths, done) = step_envs(
-            env, env_params, step_key, env_state, episode, action
-        )
-        totals = (totals[0] + done.sum(), totals[1] + returns.sum(), totals[2] + lengths.sum())
-        return key, env_state, episode, totals, obs, outputs
-
-    return env_step
-
-
 @jax.jit
 def stack_steps(outputs):
     """One array per field from a list of per-step tuples: one call, not one per step and field."""
@@ -195,9 +178,9 @@ def stack_steps(outputs):
 
 
 def policy_step(agent: Agent, obs):
-    """Sample actions from softmax(logits) as torch.multinomial(probs, 1) does (what CleanRL's
-    Categorical.sample calls): argmax(probs / q) with q ~ Exp(1), the same random draws. Written out
-    because multinomial first checks the probabilities on the host, a sync on GPU at every step."""
+    """Sample actions from softmax(logits) as torch.multinomial(probs, 1) does (what CleanRL's Categorical.sample
+    calls): argmax(probs / q) with q ~ Exp(1), the same random draws. Written out because multinomial first checks
+    the probabilities on the host, a sync on GPU at every step."""
     logprobs = agent.logits(obs).log_softmax(-1)
     q = torch.empty_like(logprobs).exponential_()
     action = (logprobs.exp() / q).argmax(-1)
@@ -205,13 +188,12 @@ def policy_step(agent: Agent, obs):
 
 
 def rollout(runner: Runner, act, critic, env_step, storage: Storage, totals, handed_over: list, args: Args):
-    """num_steps steps of every env; returns the runner, the Transition, and the episode totals
-    (finished episodes, the sum of their returns, of their lengths), counted on from `totals`.
+    """num_steps steps of every env; returns the runner, the Transition, and the episode totals (finished
+    episodes, the sum of their returns, of their lengths), counted on from `totals`.
 
-    Every buffer one framework hands the other by DLPack goes into `handed_over`, which the caller
-    keeps until the iteration's synchronize: neither framework's allocator knows the other's stream,
-    so a buffer freed on the host once its last reference goes could be reused while a kernel queued
-    on the other stream still reads it."""
+    Every buffer one framework hands the other by DLPack goes into `handed_over`, which the caller keeps until the
+    iteration's synchronize: neither framework's allocator knows the other's stream, so a buffer freed on the host
+    once its last reference goes could be reused while a kernel queued on the other stream still reads it."""
     env_state, obs, episode, key = runner
     env_outputs = []
     for step in range(args.num_steps):
@@ -225,14 +207,14 @@ def rollout(runner: Runner, act, critic, env_step, storage: Storage, totals, han
         handed_over += [action_int, next_obs]
         storage.obs[step], storage.action[step], storage.logprob[step] = obs, action, logprob
         env_outputs.append(outputs)  # reward, terminated, truncated, final_obs: stay in JAX until the end
-        # JAX -> torch, zero-copy. JAX's __dlpack__ blocks until the buffer is ready on CPU; on GPU
-        # it makes torch's current stream wait for it instead (no host sync).
+        # JAX -> torch, zero-copy. JAX's __dlpack__ blocks until the buffer is ready on CPU; on GPU it makes
+        # torch's current stream wait for it instead (no host sync).
         obs = torch.from_dlpack(next_obs)
     stacked = stack_steps(env_outputs)
     handed_over += [stacked, totals]
     reward, terminated, truncated, final_obs = map(torch.from_dlpack, stacked)
-    # Acting needs only the actor. The critic sees all observations and final observations of the
-    # rollout at once (the parameters are the same): one batched call, not 2 * num_steps small ones.
+    # Acting needs only the actor. The critic sees all observations and final observations of the rollout at
+    # once (the parameters are the same): one batched call, not 2 * num_steps small ones.
     values = critic(torch.cat([storage.obs, final_obs]).flatten(0, 1)).view(2 * args.num_steps, -1)
     traj = Transition(*storage, values[: args.num_steps], reward, terminated, truncated, values[args.num_steps :])
     return Runner(env_state, obs, episode, key), traj, tuple(map(torch.from_dlpack, totals))
@@ -240,12 +222,12 @@ def rollout(runner: Runner, act, critic, env_step, storage: Storage, totals, han
 
 # ---------------------------------------------------------------- compute_gae
 def compute_gae(rewards, values, bootstrap_values, terminated, truncated, gamma, gae_lambda):
-    """GAE over (num_steps, num_envs) tensors, as a loop backwards in time (eager in both torch
-    scripts: compiling would unroll the loop, a long compilation for a small part of an iteration).
+    """GAE over (num_steps, num_envs) tensors, as a loop backwards in time (eager in both torch scripts:
+    compiling would unroll the loop, a long compilation for a small part of an iteration).
 
-    bootstrap_values[t] is V of the observation that step t reached before any reset, so a
-    truncated episode is bootstrapped and only a termination cuts the value off. Either one ends
-    the episode, which stops the advantage from flowing back across it."""
+    bootstrap_values[t] is V of the observation that step t reached before any reset, so a truncated episode
+    is bootstrapped and only a termination cuts the value off. Either one ends the episode, which stops the
+    advantage from flowing back across it."""
     deltas = rewards + gamma * bootstrap_values * (1.0 - terminated.float()) - values
     discounts = gamma * gae_lambda * (1.0 - (terminated | truncated).float())
     advantages = torch.empty_like(deltas)
@@ -298,8 +280,8 @@ LOSS_METRICS = ("policy_loss", "value_loss", "entropy", "old_approx_kl", "approx
 
 
 def minibatch_step(agent: Agent, optimizer, batch: Batch, index, args: Args):
-    """One gradient step on the minibatch batch[index]: forward, loss, backward, global-norm
-    clipping, Adam. Returns the loss metrics stacked in one tensor, in LOSS_METRICS order."""
+    """One gradient step on the minibatch batch[index]: forward, loss, backward, global-norm clipping, Adam.
+    Returns the loss metrics stacked in one tensor, in LOSS_METRICS order."""
     mb = Batch(*(x[index] for x in batch))
     logits, value = agent(mb.obs)
     loss, info = ppo_loss(logits, value, mb, args)
@@ -325,18 +307,6 @@ def update(learn_minibatch, batch: Batch, args: Args):
 
 
 # ---------------------------------------------------------------- train
-def synchronize(device: torch.device):
-    """Wait for the device. On CPU there is nothing to wait for: torch runs each op before it returns,
-    and every JAX output the iteration uses was awaited when DLPack handed it to torch. On GPU,
-    torch.cuda.synchronize waits for all streams of the device, JAX's included (one CUDA context): the
-    one sync an iteration ends with, so --sync-debug's trap is off for it."""
-    if device.type == "cuda":
-        mode = torch.cuda.get_sync_debug_mode()
-        torch.cuda.set_sync_debug_mode(0)
-        torch.cuda.synchronize(device)
-        torch.cuda.set_sync_debug_mode(mode)
-
-
 def train(args: Args) -> dict:
     """Train, time every iteration, and return the result record."""
     start = time.perf_counter()
@@ -347,8 +317,7 @@ def train(args: Args) -> dict:
     num_iterations = args.total_timesteps // batch_size
     grad_steps_per_iteration = args.update_epochs * args.num_minibatches
 
-    key = jax.random.key(args.seed)
-    key, reset_key = jax.random.split(key)
+    key, reset_key = jax.random.split(jax.random.key(args.seed))
     obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
     # gymnax's reset leaves some fields weakly typed (MountainCar's velocity is jnp.array(0.0)) and a step
     # makes them strong: a jitted step would trace and compile again on its second call. Strong from the start.
@@ -364,7 +333,6 @@ def train(args: Args) -> dict:
     env_state, episode, key = jax.device_put((env_state, episode, key), jax_device)
     zero_totals = jax.device_put((jnp.int32(0), jnp.float32(0), jnp.int32(0)), jax_device)
     runner = Runner(env_state, obs, episode, key)
-    env_step = make_env_step(env, env_params)
     handed_over = []  # buffers handed between the frameworks in this iteration (see rollout)
     steps = (args.num_steps, args.num_envs)
     storage = Storage(
@@ -372,6 +340,16 @@ def train(args: Args) -> dict:
         torch.zeros(steps, dtype=torch.long, device=device),
         torch.zeros(steps, device=device),
     )
+
+    @jax.jit
+    def env_step(key, env_state, episode, totals, action):
+        """The JAX half of a rollout step, one call: step the envs, add the episodes that finished to totals."""
+        key, step_key = jax.random.split(key)
+        obs, env_state, episode, outputs, (returns, lengths, done) = step_envs(
+            env, env_params, step_key, env_state, episode, action
+        )
+        totals = (totals[0] + done.sum(), totals[1] + returns.sum(), totals[2] + lengths.sum())
+        return key, env_state, episode, totals, obs, outputs
 
     def act(obs):
         return policy_step(agent, obs)
@@ -404,8 +382,8 @@ def train(args: Args) -> dict:
 
     log = Log(args, device, num_iterations, start)
     for iteration in range(num_iterations):
-        # Timed: no host read of a tensor; the only sync is the one that ends each timer. The JAX env
-        # steps run under jax's transfer guard: an implicit copy between host and device fails the run.
+        # Timed: no host read of a tensor; the only sync is the one that ends each timer. The JAX env steps run
+        # under jax's transfer guard: an implicit copy between host and device fails the run instead of slowing it.
         t0 = time.perf_counter()
         with jax.transfer_guard("disallow"), cuda_sync_debug(args.sync_debug and device.type == "cuda"):
             if args.anneal_lr:  # CleanRL anneals once per iteration: the rate is constant within an update.
@@ -455,8 +433,7 @@ def parse_hidden(text: str) -> tuple[int, ...]:
 
 
 def check_args(args: Args):
-    """Validate everything before anything is built or written; returns (hidden, env, env_params, device,
-    jax_device): one device for torch and JAX, so that DLPack hands buffers over without copying."""
+    """Validate everything before anything is built or written; returns (hidden, env, env_params, device, jax_device)."""
     hidden = parse_hidden(args.hidden)
     for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
         if getattr(args, name) <= 0:
@@ -476,29 +453,18 @@ def check_args(args: Args):
     env, env_params = gymnax.make(args.env_id)
     if not isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete):
         raise UsageError(f"{args.env_id} has continuous actions; only discrete-action environments are supported")
-    # The GPU if both frameworks see one, the CPU if neither does, an error naming the one without it otherwise.
+    # One device for both frameworks, so that DLPack hands buffers over without a copy: the GPU if both see one.
     gpu = args.cuda and torch.cuda.is_available()
-    if gpu != (args.cuda and bool(jax_gpus())):
+    if gpu != (args.cuda and jax.default_backend() == "gpu"):
         has, lacks = ("torch", "jax") if gpu else ("jax", "torch")
-        raise UsageError(
-            f"{has} sees a GPU but {lacks} does not (a CPU-only build of {lacks}?): install both "
-            "with CUDA (requirements-gpu.txt) or pass --no-cuda"
-        )
+        raise UsageError(f"{has} sees a GPU but {lacks} does not: install both with CUDA or pass --no-cuda")
     if args.cuda and not gpu:
         print("no GPU visible to torch or jax: running on the CPU", file=sys.stderr)
     if args.matmul_precision == "high" and not gpu:
         raise UsageError(f"--matmul-precision high means TF32, which {HIGH_ON_CPU}")
-    if gpu:
-        index = torch.cuda.current_device()
-        return hidden, env, env_params, torch.device("cuda", index), jax.devices("gpu")[index]
-    return hidden, env, env_params, torch.device("cpu"), jax.devices("cpu")[0]
-
-
-def jax_gpus() -> list:
-    try:
-        return jax.devices("gpu")
-    except RuntimeError:  # no GPU backend
-        return []
+    index = torch.cuda.current_device() if gpu else 0
+    device = torch.device("cuda", index) if gpu else torch.device("cpu")
+    return hidden, env, env_params, device, jax.devices("gpu" if gpu else "cpu")[index]
 
 
 def gpu_info(device: torch.device, jax_device) -> Optional[dict]:
@@ -518,6 +484,18 @@ def driver_version() -> Optional[str]:
     """The NVIDIA driver's version, from nvidia-smi (neither framework reports it)."""
     out = run_quietly("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")
     return out and out.split()[0]
+
+
+def synchronize(device: torch.device):
+    """Wait for the device. On CPU there is nothing to wait for: torch runs each op before it returns, and every
+    JAX output the iteration uses was awaited when DLPack handed it to torch. On GPU, torch.cuda.synchronize waits
+    for all streams of the device, JAX's included (one CUDA context): the one sync an iteration ends with, so
+    --sync-debug's trap is off for it."""
+    if device.type == "cuda":
+        mode = torch.cuda.get_sync_debug_mode()
+        torch.cuda.set_sync_debug_mode(0)
+        torch.cuda.synchronize(device)
+        torch.cuda.set_sync_debug_mode(mode)
 
 
 @contextlib.contextmanager
@@ -562,8 +540,7 @@ class Log:
     def iteration(self, duration: float, phases, metrics: dict):
         self.durations.append(duration)
         self.phases.append(phases)
-        # one fetch of the iteration's metrics from the device
-        metrics = dict(zip(metrics, torch.stack([x.float() for x in metrics.values()]).tolist()))
+        metrics = dict(zip(metrics, torch.stack([x.float() for x in metrics.values()]).tolist()))  # one fetch
         episodes = int(metrics["episodes"])
         mean_return = float(metrics["return_sum"]) / episodes if episodes else None
         self.returns.append(mean_return)
