@@ -147,12 +147,6 @@ class Transition(NamedTuple):  # torch tensors of shape (num_steps, num_envs, ..
     bootstrap_value: torch.Tensor  # V(observation reached before any auto-reset)
 
 
-class Storage(NamedTuple):  # preallocated buffers for what the torch side produces step by step
-    obs: torch.Tensor
-    action: torch.Tensor
-    logprob: torch.Tensor
-
-
 class Runner(NamedTuple):
     env_state: object  # JAX
     obs: torch.Tensor
@@ -173,10 +167,8 @@ def step_envs(env, env_params, key, env_state, episode: EpisodeStats, action):
     return obs, env_state, episode, (reward, terminated, truncated, info["final_observation"]), finished
 
 
-@jax.jit
-def stack_steps(outputs):
-    """One array per field from a list of per-step tuples: one call, not one per step and field."""
-    return jax.tree.map(lambda *steps: jnp.stack(steps), *outputs)
+# One array per field from a list of per-step tuples: one call, not one per step and field.
+stack_steps = jax.jit(lambda outputs: jax.tree.map(lambda *steps: jnp.stack(steps), *outputs))
 
 
 def policy_step(agent: Agent, obs):
@@ -189,7 +181,7 @@ def policy_step(agent: Agent, obs):
     return action, logprobs.gather(-1, action[:, None]).squeeze(-1)
 
 
-def rollout(runner: Runner, act, critic, env_step, storage: Storage, totals, handed_over: list, args: Args):
+def rollout(runner: Runner, act, critic, env_step, totals, handed_over: list, args: Args):
     """num_steps steps of every env; returns the runner, the Transition, and the episode totals (finished
     episodes, the sum of their returns, of their lengths), counted on from `totals`.
 
@@ -197,8 +189,8 @@ def rollout(runner: Runner, act, critic, env_step, storage: Storage, totals, han
     iteration's synchronize: neither framework's allocator knows the other's stream, so a buffer freed on the host
     once its last reference goes could be reused while a kernel queued on the other stream still reads it."""
     env_state, obs, episode, key = runner
-    env_outputs = []
-    for step in range(args.num_steps):
+    taken, env_outputs = [], []
+    for _ in range(args.num_steps):
         action, logprob = act(obs)
         # torch -> JAX, zero-copy. int32: JAX runs without x64 and would convert (copy) an int64 action.
         # On GPU, jax.dlpack.from_dlpack makes JAX's stream wait for torch's current stream.
@@ -207,18 +199,19 @@ def rollout(runner: Runner, act, critic, env_step, storage: Storage, totals, han
             key, env_state, episode, totals, jax.dlpack.from_dlpack(action_int)
         )
         handed_over += [action_int, next_obs]
-        storage.obs[step], storage.action[step], storage.logprob[step] = obs, action, logprob
+        taken.append((obs, action, logprob))
         env_outputs.append(outputs)  # reward, terminated, truncated, final_obs: stay in JAX until the end
         # JAX -> torch, zero-copy. JAX's __dlpack__ blocks until the buffer is ready on CPU; on GPU it makes
         # torch's current stream wait for it instead (no host sync).
         obs = torch.from_dlpack(next_obs)
+    observations, actions, logprobs = map(torch.stack, zip(*taken))
     stacked = stack_steps(env_outputs)
     handed_over += [stacked, totals]
     reward, terminated, truncated, final_obs = map(torch.from_dlpack, stacked)
     # Acting needs only the actor. The critic sees all observations and final observations of the rollout at
     # once (the parameters are the same): one batched call, not 2 * num_steps small ones.
-    values = critic(torch.cat([storage.obs, final_obs]).flatten(0, 1)).view(2 * args.num_steps, -1)
-    traj = Transition(*storage, values[: args.num_steps], reward, terminated, truncated, values[args.num_steps :])
+    values, bootstrap_values = critic(torch.cat([observations, final_obs]).flatten(0, 1)).view(2, args.num_steps, -1)
+    traj = Transition(observations, actions, logprobs, values, reward, terminated, truncated, bootstrap_values)
     return Runner(env_state, obs, episode, key), traj, tuple(map(torch.from_dlpack, totals))
 
 
@@ -344,12 +337,6 @@ def train(args: Args) -> dict:
     zero_totals = jax.device_put((jnp.int32(0), jnp.float32(0), jnp.int32(0)), jax_device)
     runner = Runner(env_state, obs, episode, key)
     handed_over = []  # buffers handed between the frameworks in this iteration (see rollout)
-    steps = (args.num_steps, args.num_envs)
-    storage = Storage(
-        torch.zeros(steps + obs.shape[1:], dtype=obs.dtype, device=device),
-        torch.zeros(steps, dtype=torch.long, device=device),
-        torch.zeros(steps, device=device),
-    )
 
     @jax.jit
     def env_step(key, env_state, episode, totals, action):
@@ -381,7 +368,7 @@ def train(args: Args) -> dict:
         learning_rate = lr.clone()
         with torch.no_grad():  # not inference_mode: the batch's tensors take part in the loss
             runner, traj, (episodes, return_sum, length_sum) = rollout(
-                runner, act, critic, env_step, storage, zero_totals, handed_over, args
+                runner, act, critic, env_step, zero_totals, handed_over, args
             )
             terminated = traj.terminated if args.bootstrap_truncation else traj.terminated | traj.truncated
             advantages, returns = compute_gae(
@@ -515,16 +502,13 @@ def synchronize(device: torch.device):
         torch.cuda.set_sync_debug_mode(mode)
 
 
-@contextlib.contextmanager
-def cuda_sync_debug(on: bool):
+def cuda_sync_debug(on: bool) -> contextlib.ExitStack:
     """torch's own trap for host syncs on CUDA ("error": an op that synchronizes raises), while open."""
+    trap = contextlib.ExitStack()
     if on:
         torch.cuda.set_sync_debug_mode("error")
-    try:
-        yield
-    finally:
-        if on:
-            torch.cuda.set_sync_debug_mode("default")
+        trap.callback(torch.cuda.set_sync_debug_mode, "default")
+    return trap
 
 
 COMPILES = []  # one entry per XLA compilation in this process, from jax.monitoring's events
