@@ -174,10 +174,14 @@ def test_compiled_updates_follow_the_eager_ones_over_iterations():
     args = eager.Args(update_epochs=2, num_minibatches=4)
     iterations = 4
     rng, n = np.random.default_rng(0), 256
-    data = dict(obs=rng.normal(size=(n, 4)).astype(np.float32), action=rng.integers(0, 2, n),
-                logprob=(-0.2 - rng.random(n)).astype(np.float32), value=rng.normal(size=n).astype(np.float32),
-                advantage=rng.normal(size=n).astype(np.float32),
-                returns=10 * rng.normal(size=n).astype(np.float32))  # large errors: the gradients get clipped
+    data = dict(
+        obs=rng.normal(size=(n, 4)).astype(np.float32),
+        action=rng.integers(0, 2, n),
+        logprob=(-0.2 - rng.random(n)).astype(np.float32),
+        value=rng.normal(size=n).astype(np.float32),
+        advantage=rng.normal(size=n).astype(np.float32),
+        returns=10 * rng.normal(size=n).astype(np.float32),
+    )  # large errors: the gradients get clipped
     history = {}
     for module in (eager, compiled):
         torch.manual_seed(0)
@@ -188,8 +192,9 @@ def test_compiled_updates_follow_the_eager_ones_over_iterations():
             learn = lambda batch, index: module.minibatch_step(agent, optimizer, batch, index, args)
         else:
             optimizer = torch.optim.Adam(agent.parameters(), lr=lr, eps=1e-5, foreach=True, capturable=True)
-            learn = torch.compile(lambda batch, index: module.minibatch_step(agent, optimizer, batch, index, args),
-                                  dynamic=False)
+            learn = torch.compile(
+                lambda batch, index: module.minibatch_step(agent, optimizer, batch, index, args), dynamic=False
+            )
         history[module.VARIANT] = []
         with torch._dynamo.config.patch(trace_autograd_ops=True), torch._inductor.config.patch(cpp_wrapper=True):
             torch.manual_seed(1)  # the minibatch permutations
@@ -197,12 +202,16 @@ def test_compiled_updates_follow_the_eager_ones_over_iterations():
                 lr.fill_(args.learning_rate * (1.0 - iteration / iterations))
                 metrics = module.update(learn, make_batch(module.VARIANT, module, **data), args)
                 state = [optimizer.state[p] for p in agent.parameters()]
-                history[module.VARIANT].append({
-                    "parameters": [p.detach().clone() for p in agent.parameters()],
-                    "exp_avg": [s["exp_avg"].clone() for s in state], "exp_avg_sq": [s["exp_avg_sq"].clone() for s in state],
-                    "step": [float(s["step"]) for s in state], "metrics": metrics,
-                    "gradients left": [p.grad is not None for p in agent.parameters()],
-                })
+                history[module.VARIANT].append(
+                    {
+                        "parameters": [p.detach().clone() for p in agent.parameters()],
+                        "exp_avg": [s["exp_avg"].clone() for s in state],
+                        "exp_avg_sq": [s["exp_avg_sq"].clone() for s in state],
+                        "step": [float(s["step"]) for s in state],
+                        "metrics": metrics,
+                        "gradients left": [p.grad is not None for p in agent.parameters()],
+                    }
+                )
     torch.manual_seed(0)
     start = eager.Agent(obs_dim=4, hidden=(16, 16), num_actions=2).parameters()
     final = history["torch"][-1]["parameters"]
