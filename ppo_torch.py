@@ -1,35 +1,26 @@
 """PPO on gymnax with PyTorch, eager: the torch variant of benchback.
 
-Read it beside ppo_jax_linen.py (same Args, sections and PPO details) or CleanRL's ppo.py. The
-environments stay in JAX, one jitted, vmapped gymnax step per rollout step; actions go to JAX and
-observations come back through DLPack without a copy, and the other env outputs stay in JAX until
-the rollout ends. Network, GAE, loss and Adam are PyTorch, run op by op from Python (eager);
-ppo_torch_compile.py is the same script with torch.compile.
+Read it beside ppo_jax_linen.py (same Args, sections and PPO details) or CleanRL's ppo.py. The environments
+stay in JAX, one jitted, vmapped gymnax step per rollout step; actions go to JAX and observations come back
+through DLPack without a copy, and the other env outputs stay in JAX until the rollout ends. Network, GAE,
+loss and Adam are PyTorch, run op by op from Python (eager); ppo_torch_compile.py is the same with torch.compile.
 
     python ppo_torch.py --env-id CartPole-v1 --hidden 256,256,256
 """
 
-import contextlib
 import dataclasses
-import importlib.metadata
-import json
 import os
-import platform
-import subprocess
 import sys
-import tempfile
 import time
 from typing import Literal, NamedTuple, Optional, Sequence
 
-# JAX takes 75% of the GPU's memory when it first uses the GPU, unless told to allocate on demand;
-# torch shares the card in this process. It must be set before jax initializes.
+# JAX takes 75% of the GPU's memory when it first uses the GPU, unless told to allocate on demand; torch shares
+# the card in this process. It must be set before jax initializes.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-# After each parallel op torch's OpenMP threads busy-wait for the next one, by default for
-# milliseconds, taking the cores that JAX needs for the env step (10x slower iterations on 2 cores).
-# Never busy-waiting (PASSIVE) costs a wake-up per op instead. So they spin ~30 us (GOMP_SPINCOUNT,
-# GNU OpenMP's, which torch's Linux wheels use; it overrides PASSIVE): enough to bridge the ops of
-# an update (1.3x faster here), not a rollout's env step. Measured on CPU. Run one script at a
-# time: beside other busy processes, spinning threads slow them all down.
+# After each parallel op torch's OpenMP threads busy-wait for the next one, by default for milliseconds, taking the
+# cores that JAX needs for the env step. Never busy-waiting (PASSIVE) costs a wake-up per op instead. So they spin
+# ~30 us (GOMP_SPINCOUNT, GNU OpenMP's, which torch's Linux wheels use; it overrides PASSIVE): enough to bridge the
+# ops of an update, not a rollout's env step. Run one script at a time: spinning threads slow other busy processes.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("GOMP_SPINCOUNT", "3000")
 # (so these imports come after the settings above)
@@ -41,16 +32,11 @@ import numpy as np
 import torch
 import torch.nn as nn
 import tyro
-from tensorboard.compat.proto.event_pb2 import Event
-from tensorboard.plugins.text.summary_v2 import text_pb
-from tensorboard.summary import Writer
-from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
-VARIANT = "torch"
-SCHEMA_VERSION = 1
+VARIANT = os.path.basename(__file__)[: -len(".py")].removeprefix("ppo_")
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Args:
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
     """the name of this experiment (part of the TensorBoard run name)"""
@@ -106,42 +92,6 @@ class Args:
     """print no progress line per iteration"""
 
 
-class UsageError(ValueError):
-    """Bad input: reported in one line, exit code 2, nothing written."""
-
-
-def parse_hidden(text: str) -> tuple[int, ...]:
-    parts = [p.strip() for p in text.split(",")]
-    if not text.strip() or not all(p.isdigit() for p in parts):
-        raise UsageError(f"--hidden must be comma-separated positive integers such as 64,64; got {text!r}")
-    sizes = tuple(int(p) for p in parts)
-    if min(sizes) <= 0:
-        raise UsageError(f"--hidden sizes must be positive; got {text!r}")
-    return sizes
-
-
-def check_args(args: Args):
-    """Validate everything before anything is built or written; returns (hidden, env, env_params)."""
-    hidden = parse_hidden(args.hidden)
-    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
-        if getattr(args, name) <= 0:
-            raise UsageError(f"--{name.replace('_', '-')} must be positive; got {getattr(args, name)}")
-    batch_size = args.num_envs * args.num_steps
-    if batch_size % args.num_minibatches:
-        raise UsageError(f"batch size {batch_size} (num_envs * num_steps) is not divisible by --num-minibatches {args.num_minibatches}")
-    if args.total_timesteps < batch_size:
-        raise UsageError(f"--total-timesteps {args.total_timesteps} is smaller than one batch ({batch_size} = num_envs * num_steps)")
-    if args.env_id == "MNISTBandit-bsuite":
-        raise UsageError("MNISTBandit-bsuite downloads MNIST when it is built; it is not supported")
-    if args.env_id not in gymnax.registered_envs:
-        valid = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]
-        raise UsageError(f"unknown --env-id {args.env_id!r}; valid ids: {', '.join(valid)}")
-    env, env_params = gymnax.make(args.env_id)
-    if not isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete):
-        raise UsageError(f"{args.env_id} has continuous actions; only discrete-action environments are supported")
-    return hidden, env, env_params
-
-
 # ---------------------------------------------------------------- network
 def layer(in_dim: int, out_dim: int, gain: float) -> nn.Linear:
     linear = nn.Linear(in_dim, out_dim)
@@ -195,12 +145,6 @@ class Transition(NamedTuple):  # torch tensors of shape (num_steps, num_envs, ..
     bootstrap_value: torch.Tensor  # V(observation reached before any auto-reset)
 
 
-class Storage(NamedTuple):  # preallocated buffers for what the torch side produces step by step
-    obs: torch.Tensor
-    action: torch.Tensor
-    logprob: torch.Tensor
-
-
 class Runner(NamedTuple):
     env_state: object  # JAX
     obs: torch.Tensor
@@ -209,14 +153,11 @@ class Runner(NamedTuple):
 
 
 def step_envs(env, env_params, key, env_state, episode: EpisodeStats, action):
-    """Step every env once (gymnax resets finished ones) and keep the episode statistics.
-
-    Returns the next observations, the step's outputs, and per env the return and length of an
-    episode that finished on this step (0 where none did)."""
+    """Step every env once (gymnax resets finished ones); also returns per env the return and length of
+    an episode that finished on this step (0 where none did)."""
     keys = jax.random.split(key, action.shape[0])
-    obs, env_state, reward, terminated, truncated, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
-        keys, env_state, action, env_params
-    )
+    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))  # one key, state and action per env; the same params
+    obs, env_state, reward, terminated, truncated, info = step(keys, env_state, action, env_params)
     done = jnp.logical_or(terminated, truncated)
     returns, lengths = episode.returns + reward, episode.lengths + 1
     finished = (jnp.where(done, returns, 0.0), jnp.where(done, lengths, 0), done)
@@ -224,47 +165,30 @@ def step_envs(env, env_params, key, env_state, episode: EpisodeStats, action):
     return obs, env_state, episode, (reward, terminated, truncated, info["final_observation"]), finished
 
 
-@jax.jit
-def stack_steps(outputs):
-    """One array per field from a list of per-step tuples: one call, not one per step and field."""
-    return jax.tree.map(lambda *steps: jnp.stack(steps), *outputs)
-
-
-def make_env_step(env, env_params):
-    """The JAX half of a rollout step, one jitted call: step the envs, add finished episodes to totals."""
-    @jax.jit
-    def env_step(key, env_state, episode, totals, action):
-        key, step_key = jax.random.split(key)
-        obs, env_state, episode, outputs, (ep_return, ep_length, ep_done) = step_envs(
-            env, env_params, step_key, env_state, episode, action
-        )
-        totals = (totals[0] + ep_done.sum(), totals[1] + ep_return.sum(), totals[2] + ep_length.sum())
-        return key, env_state, episode, totals, obs, outputs
-
-    return env_step
+# One array per field from a list of per-step tuples: one call, not one per step and field.
+stack_steps = jax.jit(lambda outputs: jax.tree.map(lambda *steps: jnp.stack(steps), *outputs))
 
 
 def policy_step(agent: Agent, obs):
-    """Sample actions from softmax(logits) as torch.multinomial(probs, 1) does (what CleanRL's
-    Categorical.sample calls): argmax(probs / q) with q ~ Exp(1), the same random draws. Written out
-    because multinomial first checks the probabilities on the host, a sync on GPU at every step."""
+    """Sample actions from softmax(logits) as torch.multinomial(probs, 1) does (what CleanRL's Categorical.sample
+    calls): argmax(probs / q) with q ~ Exp(1), the same random draws. Written out because multinomial first checks
+    the probabilities on the host, a sync on GPU at every step."""
     logprobs = agent.logits(obs).log_softmax(-1)
     q = torch.empty_like(logprobs).exponential_()
     action = (logprobs.exp() / q).argmax(-1)
     return action, logprobs.gather(-1, action[:, None]).squeeze(-1)
 
 
-def rollout(runner: Runner, act, critic, env_step, storage: Storage, totals, handed_over: list, args: Args):
-    """num_steps steps of every env; returns the runner, the Transition, and the episode totals
-    (finished episodes, the sum of their returns, of their lengths), counted on from `totals`.
+def rollout(runner: Runner, act, critic, env_step, totals, handed_over: list, args: Args):
+    """num_steps steps of every env; returns the runner, the Transition, and the episode totals (finished
+    episodes, the sum of their returns, of their lengths), counted on from `totals`.
 
-    Every buffer one framework hands the other by DLPack goes into `handed_over`, which the caller
-    keeps until the iteration's synchronize: neither framework's allocator knows the other's stream,
-    so a buffer freed on the host once its last reference goes could be reused while a kernel queued
-    on the other stream still reads it."""
+    Every buffer one framework hands the other by DLPack goes into `handed_over`, which the caller keeps until the
+    iteration's synchronize: neither framework's allocator knows the other's stream, so a buffer freed on the host
+    once its last reference goes could be reused while a kernel queued on the other stream still reads it."""
     env_state, obs, episode, key = runner
-    env_outputs = []
-    for step in range(args.num_steps):
+    taken, env_outputs = [], []
+    for _ in range(args.num_steps):
         action, logprob = act(obs)
         # torch -> JAX, zero-copy. int32: JAX runs without x64 and would convert (copy) an int64 action.
         # On GPU, jax.dlpack.from_dlpack makes JAX's stream wait for torch's current stream.
@@ -273,29 +197,30 @@ def rollout(runner: Runner, act, critic, env_step, storage: Storage, totals, han
             key, env_state, episode, totals, jax.dlpack.from_dlpack(action_int)
         )
         handed_over += [action_int, next_obs]
-        storage.obs[step], storage.action[step], storage.logprob[step] = obs, action, logprob
+        taken.append((obs, action, logprob))
         env_outputs.append(outputs)  # reward, terminated, truncated, final_obs: stay in JAX until the end
-        # JAX -> torch, zero-copy. JAX's __dlpack__ blocks until the buffer is ready on CPU; on GPU
-        # it makes torch's current stream wait for it instead (no host sync).
+        # JAX -> torch, zero-copy. JAX's __dlpack__ blocks until the buffer is ready on CPU; on GPU it makes
+        # torch's current stream wait for it instead (no host sync).
         obs = torch.from_dlpack(next_obs)
+    observations, actions, logprobs = map(torch.stack, zip(*taken))
     stacked = stack_steps(env_outputs)
     handed_over += [stacked, totals]
     reward, terminated, truncated, final_obs = map(torch.from_dlpack, stacked)
-    # Acting needs only the actor. The critic sees all observations and final observations of the
-    # rollout at once (the parameters are the same): one batched call, not 2 * num_steps small ones.
-    values = critic(torch.cat([storage.obs, final_obs]).flatten(0, 1)).view(2 * args.num_steps, -1)
-    traj = Transition(*storage, values[: args.num_steps], reward, terminated, truncated, values[args.num_steps :])
+    # Acting needs only the actor. The critic sees all observations and final observations of the rollout at
+    # once (the parameters are the same): one batched call, not 2 * num_steps small ones.
+    values, bootstrap_values = critic(torch.cat([observations, final_obs]).flatten(0, 1)).view(2, args.num_steps, -1)
+    traj = Transition(observations, actions, logprobs, values, reward, terminated, truncated, bootstrap_values)
     return Runner(env_state, obs, episode, key), traj, tuple(map(torch.from_dlpack, totals))
 
 
 # ---------------------------------------------------------------- compute_gae
 def compute_gae(rewards, values, bootstrap_values, terminated, truncated, gamma, gae_lambda):
-    """GAE over (num_steps, num_envs) tensors, as a loop backwards in time (eager in both torch
-    scripts: compiling would unroll the loop, minutes of compilation for ~3 ms an iteration).
+    """GAE over (num_steps, num_envs) tensors, as a loop backwards in time (eager in both torch scripts:
+    compiling would unroll the loop, a long compilation for a small part of an iteration).
 
-    bootstrap_values[t] is V of the observation that step t reached before any reset, so a
-    truncated episode is bootstrapped and only a termination cuts the value off. Either one ends
-    the episode, which stops the advantage from flowing back across it."""
+    bootstrap_values[t] is V of the observation that step t reached before any reset, so a truncated episode
+    is bootstrapped and only a termination cuts the value off. Either one ends the episode, which stops the
+    advantage from flowing back across it."""
     deltas = rewards + gamma * bootstrap_values * (1.0 - terminated.float()) - values
     discounts = gamma * gae_lambda * (1.0 - (terminated | truncated).float())
     advantages = torch.empty_like(deltas)
@@ -313,7 +238,7 @@ class Batch(NamedTuple):
     logprob: torch.Tensor
     value: torch.Tensor
     advantage: torch.Tensor
-    ret: torch.Tensor
+    returns: torch.Tensor
 
 
 def ppo_loss(logits, value, mb: Batch, args: Args):
@@ -326,10 +251,10 @@ def ppo_loss(logits, value, mb: Batch, args: Args):
     # population std (correction=0), as jnp.std: the variants normalize identically
     advantage = (mb.advantage - mb.advantage.mean()) / (mb.advantage.std(correction=0) + 1e-8)
     pg_loss = torch.max(-advantage * ratio, -advantage * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)).mean()
-    v_loss = (value - mb.ret) ** 2
+    v_loss = (value - mb.returns) ** 2
     if args.clip_vloss:
         v_clipped = mb.value + (value - mb.value).clamp(-args.clip_coef, args.clip_coef)
-        v_loss = torch.max(v_loss, (v_clipped - mb.ret) ** 2)
+        v_loss = torch.max(v_loss, (v_clipped - mb.returns) ** 2)
     v_loss = 0.5 * v_loss.mean()
     loss = pg_loss - args.ent_coef * entropy + args.vf_coef * v_loss
     logratio, ratio = logratio.detach(), ratio.detach()
@@ -348,8 +273,8 @@ LOSS_METRICS = ("policy_loss", "value_loss", "entropy", "old_approx_kl", "approx
 
 
 def minibatch_step(agent: Agent, optimizer, batch: Batch, index, args: Args):
-    """One gradient step on the minibatch batch[index]: forward, loss, backward, global-norm
-    clipping, Adam. Returns the loss metrics stacked in one tensor, in LOSS_METRICS order."""
+    """One gradient step on the minibatch batch[index]: forward, loss, backward, global-norm clipping, Adam.
+    Returns the loss metrics stacked in one tensor, in LOSS_METRICS order."""
     mb = Batch(*(x[index] for x in batch))
     logits, value = agent(mb.obs)
     loss, info = ppo_loss(logits, value, mb, args)
@@ -374,125 +299,18 @@ def update(learn_minibatch, batch: Batch, args: Args):
     return dict(zip(LOSS_METRICS, metrics / (args.update_epochs * args.num_minibatches)))
 
 
-# ---------------------------------------------------------------- timing
-class CompileCounter:
-    """Counts XLA compilations (jax.monitoring events) while it is open."""
-
-    EVENT = "/jax/core/compile/backend_compile_duration"
-
-    def __init__(self):
-        self.count = 0
-
-    def _listen(self, event, duration, **kwargs):
-        self.count += event == self.EVENT
-
-    def __enter__(self):
-        jax.monitoring.register_event_duration_secs_listener(self._listen)
-        return self
-
-    def __exit__(self, *exc):
-        jax.monitoring.unregister_event_duration_listener(self._listen)
-
-
-def select_device(cuda: bool):
-    """The same device for torch and JAX, so that DLPack hands buffers over without copying: the GPU
-    if both frameworks see one, the CPU (said in the first line printed) if neither does, and an
-    error naming the framework without one if only one does."""
-    torch_gpu, jax_gpu = cuda and torch.cuda.is_available(), cuda and bool(jax_gpus())
-    if torch_gpu != jax_gpu:
-        has, lacks = ("torch", "jax") if torch_gpu else ("jax", "torch")
-        raise UsageError(f"{has} sees a GPU but {lacks} does not (a CPU-only build of {lacks}?): install both "
-                         "with CUDA (requirements-gpu.txt) or pass --no-cuda")
-    if torch_gpu:
-        index = torch.cuda.current_device()
-        return torch.device("cuda", index), jax.devices("gpu")[index]
-    if cuda:
-        print("no GPU visible to torch or jax: running on the CPU", file=sys.stderr, flush=True)
-    return torch.device("cpu"), jax.devices("cpu")[0]
-
-
-def jax_gpus() -> list:
-    try:
-        return jax.devices("gpu")
-    except RuntimeError:  # no GPU backend
-        return []
-
-
-def gpu_info(device: torch.device, jax_device) -> Optional[dict]:
-    """What a GPU result needs to be read, as each framework reports it; None on the CPU."""
-    if device.type == "cpu":
-        return None
-    from jax._src.lib import cuda_versions  # the CUDA plugin's version queries (None without one)
-
-    jax_version = lambda name: getattr(cuda_versions, name, lambda: None)() if cuda_versions else None
-    return {
-        "name": torch.cuda.get_device_name(device),
-        "driver": driver_version(),
-        "torch": {"cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version()},
-        "jax": {"device_kind": jax_device.device_kind, "platform_version": jax_device.client.platform_version,
-                "cuda_runtime": jax_version("cuda_runtime_get_version"), "cudnn": jax_version("cudnn_get_version")},
-    }
-
-
-def driver_version() -> Optional[str]:
-    """The NVIDIA driver's version, from nvidia-smi (neither framework reports it)."""
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.split()[0] if out.returncode == 0 and out.stdout.strip() else None
-
-
-@contextlib.contextmanager
-def cuda_sync_debug(on: bool):
-    """torch's own trap for host syncs on CUDA ("error": an op that synchronizes raises), while open."""
-    if on:
-        torch.cuda.set_sync_debug_mode("error")
-    try:
-        yield
-    finally:
-        if on:
-            torch.cuda.set_sync_debug_mode("default")
-
-
-def synchronize(device: torch.device):
-    """Wait for the device. On CPU there is nothing to wait for: torch runs each op before it returns,
-    and every JAX output the iteration uses was awaited when DLPack handed it to torch. On GPU,
-    torch.cuda.synchronize waits for all streams of the device, JAX's included (one CUDA context): the
-    one sync an iteration ends with, so --sync-debug's trap is off for it."""
-    if device.type == "cuda":
-        mode = torch.cuda.get_sync_debug_mode()
-        torch.cuda.set_sync_debug_mode(0)
-        torch.cuda.synchronize(device)
-        torch.cuda.set_sync_debug_mode(mode)
-
-
+# ---------------------------------------------------------------- train
 def train(args: Args) -> dict:
-    """Train, time every iteration, and return the result record (schema 1)."""
+    """Train, time every iteration, and return the result record."""
     start = time.perf_counter()
-    hidden, env, env_params = check_args(args)
-    device, jax_device = select_device(args.cuda)
-    if args.matmul_precision == "high" and device.type == "cpu":
-        raise UsageError("--matmul-precision high means TF32, which only NVIDIA GPUs have; on a CPU the frameworks "
-                         "fall back differently (torch may use bfloat16x3), so only highest is the same arithmetic")
-    previous_precision = torch.get_float32_matmul_precision()
+    hidden, env, env_params, device, jax_device = check_args(args)
+    jax.config.update("jax_default_device", jax_device)
     torch.set_float32_matmul_precision(args.matmul_precision)  # highest: float32; high: TF32, as JAX's tensorfloat32
-    try:
-        with jax.default_device(jax_device), CompileCounter() as compiles:
-            return _train(args, hidden, env, env_params, device, jax_device, start, compiles)
-    finally:
-        torch.set_float32_matmul_precision(previous_precision)
-
-
-def _train(args, hidden, env, env_params, device, jax_device, start, compiles) -> dict:
-    commit = git_commit()  # now, not when the run ends: the checkout may move meanwhile
     batch_size = args.num_envs * args.num_steps
     num_iterations = args.total_timesteps // batch_size
     grad_steps_per_iteration = args.update_epochs * args.num_minibatches
 
-    key = jax.random.key(args.seed)
-    key, reset_key = jax.random.split(key)
+    key, reset_key = jax.random.split(jax.random.key(args.seed))
     obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
     # gymnax's reset leaves some fields weakly typed (MountainCar's velocity is jnp.array(0.0)) and a step
     # makes them strong: a jitted step would trace and compile again on its second call. Strong from the start.
@@ -506,13 +324,19 @@ def _train(args, hidden, env, env_params, device, jax_device, start, compiles) -
     # JAX state committed to the device from the start: a change of placement would retrace env_step.
     episode = EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
     env_state, episode, key = jax.device_put((env_state, episode, key), jax_device)
-    no_episodes = jax.device_put((jnp.int32(0), jnp.float32(0), jnp.int32(0)), jax_device)
+    zero_totals = jax.device_put((jnp.int32(0), jnp.float32(0), jnp.int32(0)), jax_device)
     runner = Runner(env_state, obs, episode, key)
-    env_step = make_env_step(env, env_params)
     handed_over = []  # buffers handed between the frameworks in this iteration (see rollout)
-    steps = (args.num_steps, args.num_envs)
-    storage = Storage(torch.zeros(steps + obs.shape[1:], dtype=obs.dtype, device=device),
-                      torch.zeros(steps, dtype=torch.long, device=device), torch.zeros(steps, device=device))
+
+    @jax.jit
+    def env_step(key, env_state, episode, totals, action):
+        """The JAX half of a rollout step, one call: step the envs, add the episodes that finished to totals."""
+        key, step_key = jax.random.split(key)
+        obs, env_state, episode, outputs, (returns, lengths, done) = step_envs(
+            env, env_params, step_key, env_state, episode, action
+        )
+        totals = (totals[0] + done.sum(), totals[1] + returns.sum(), totals[2] + lengths.sum())
+        return key, env_state, episode, totals, obs, outputs
 
     def act(obs):
         return policy_step(agent, obs)
@@ -526,151 +350,264 @@ def _train(args, hidden, env, env_params, device, jax_device, start, compiles) -
         """Rollout, then GAE; returns the flat batch and the iteration's episode statistics."""
         learning_rate = lr.clone()
         with torch.no_grad():  # not inference_mode: the batch's tensors take part in the loss
-            runner, traj, (episodes, return_sum, length_sum) = rollout(runner, act, critic, env_step, storage, no_episodes, handed_over, args)
+            runner, traj, (episodes, return_sum, length_sum) = rollout(
+                runner, act, critic, env_step, zero_totals, handed_over, args
+            )
             terminated = traj.terminated if args.bootstrap_truncation else traj.terminated | traj.truncated
             advantages, returns = compute_gae(
                 traj.reward, traj.value, traj.bootstrap_value, terminated, traj.truncated, args.gamma, args.gae_lambda
             )
-            batch = Batch(*(x.reshape(batch_size, *x.shape[2:]) for x in (
-                traj.obs, traj.action, traj.logprob, traj.value, advantages, returns)))
-            stats = {
-                "episodes": episodes,
-                "return_sum": return_sum,
-                "length_sum": length_sum,
-                "learning_rate": learning_rate,
-                "explained_variance": 1 - (returns - traj.value).var(correction=0) / returns.var(correction=0),
-            }
+            flat = (traj.obs, traj.action, traj.logprob, traj.value, advantages, returns)
+            batch = Batch(*(x.reshape(batch_size, *x.shape[2:]) for x in flat))
+            stats = dict(episodes=episodes, return_sum=return_sum, length_sum=length_sum, learning_rate=learning_rate)
+            stats["explained_variance"] = 1 - (returns - traj.value).var(correction=0) / returns.var(correction=0)
         return runner, batch, stats
 
-    def learn(batch: Batch):
-        return update(learn_minibatch, batch, args)
-
-    def iteration(runner: Runner):
+    def collect_and_update(runner: Runner):
         runner, batch, stats = collect(runner)
-        return runner, {**stats, **learn(batch)}
+        return runner, {**stats, **update(learn_minibatch, batch, args)}
 
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-    writer = Writer(f"runs/{run_name}") if args.tensorboard else None
-    if writer:
-        table = "\n".join(f"|{k}|{v}|" for k, v in dataclasses.asdict(args).items())
-        with_text = EventFileWriter(f"runs/{run_name}")
-        with_text.add_event(Event(wall_time=time.time(), step=0, summary=text_pb("hyperparameters", f"|param|value|\n|-|-|\n{table}")))
-        with_text.close()
-
-    iteration_durations, rollout_durations, update_durations, episodic_return = [], [], [], []
-    returns_per_iteration = []  # (sum, count) of finished episodes, for final_return
-    compiles_before = None
-    setup_duration = time.perf_counter() - start
-    for it in range(num_iterations):
-        # Timed region: no host reads of tensors; the only sync is the one that ends each timer. The JAX
-        # env steps inside run under jax's transfer guard: an implicit copy fails the run.
+    log = Log(args, device, num_iterations, start)
+    for iteration in range(num_iterations):
+        # Timed: no host read of a tensor; the only sync is the one that ends each timer. The JAX env steps run
+        # under jax's transfer guard: an implicit copy between host and device fails the run instead of slowing it.
         t0 = time.perf_counter()
         with jax.transfer_guard("disallow"), cuda_sync_debug(args.sync_debug and device.type == "cuda"):
             if args.anneal_lr:  # CleanRL anneals once per iteration: the rate is constant within an update.
-                lr.fill_(args.learning_rate * (1.0 - it / num_iterations))
+                lr.fill_(args.learning_rate * (1.0 - iteration / num_iterations))
             if args.sync_timing:
                 runner, batch, stats = collect(runner)
                 synchronize(device)
                 t1 = time.perf_counter()
-                losses = learn(batch)
+                losses = update(learn_minibatch, batch, args)
                 synchronize(device)
-                t2 = time.perf_counter()
-                rollout_durations.append(t1 - t0)
-                update_durations.append(t2 - t1)
-                metrics = {**stats, **losses}
+                phases, metrics = (t1 - t0, time.perf_counter() - t1), {**stats, **losses}
             else:
-                runner, metrics = iteration(runner)
+                runner, metrics = collect_and_update(runner)
                 synchronize(device)
-        iteration_durations.append(time.perf_counter() - t0)
+                phases = None
+        log.iteration(time.perf_counter() - t0, phases, metrics)
         handed_over.clear()  # the device is done with them: synchronized
+    param_count = sum(p.numel() for p in agent.parameters())
+    devices = {"torch": str(device), "jax": str(jax_device)}
+    return log.record(param_count, num_iterations * grad_steps_per_iteration, devices, gpu_info(device, jax_device))
 
-        # Untimed: one fetch of the iteration's metrics, then logging.
-        m = dict(zip(metrics, torch.stack([x.float() for x in metrics.values()]).tolist()))
-        episodes = int(m["episodes"])
-        mean_return = float(m["return_sum"]) / episodes if episodes else None
-        episodic_return.append(mean_return)
-        returns_per_iteration.append((float(m["return_sum"]), episodes))
-        global_step = (it + 1) * batch_size
-        sps = int(global_step / sum(iteration_durations))
-        if writer:
-            if episodes:
-                writer.add_scalar("charts/episodic_return", mean_return, global_step)
-                writer.add_scalar("charts/episodic_length", float(m["length_sum"]) / episodes, global_step)
-            writer.add_scalar("charts/SPS", sps, global_step)
-            writer.add_scalar("charts/learning_rate", m["learning_rate"], global_step)
-            for name in ("value_loss", "policy_loss", "entropy", "old_approx_kl", "approx_kl", "clipfrac", "explained_variance"):
-                writer.add_scalar(f"losses/{name}", m[name], global_step)
+
+# ---------------------------------------------------------------- benchmark harness
+# Everything below serves the benchmark, not PPO: input validation, the devices, compile counting, logging and
+# the JSON record (README, "The result record"). Its imports are here, so that the top shows what PPO needs.
+import contextlib
+import importlib.metadata
+import json
+import platform
+import subprocess
+import tempfile
+from tensorboard.compat.proto.event_pb2 import Event
+from tensorboard.plugins.text.summary_v2 import text_pb
+from tensorboard.summary import Writer
+from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+
+class UsageError(ValueError):
+    """Bad input: reported in one line, exit code 2, nothing written."""
+
+
+def parse_hidden(text: str) -> tuple[int, ...]:
+    parts = [p.strip() for p in text.split(",")]
+    if not text.strip() or not all(p.isdigit() for p in parts) or min(int(p) for p in parts) <= 0:
+        raise UsageError(f"--hidden must be comma-separated positive integers such as 64,64; got {text!r}")
+    return tuple(int(p) for p in parts)
+
+
+def check_args(args: Args):
+    """Validate everything before anything is built or written; returns (hidden, env, env_params, device, jax_device)."""
+    hidden = parse_hidden(args.hidden)
+    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
+        if getattr(args, name) <= 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be positive; got {getattr(args, name)}")
+    batch_size = args.num_envs * args.num_steps
+    if batch_size % args.num_minibatches:
+        raise UsageError(f"num_envs * num_steps = {batch_size} is not divisible by --num-minibatches {args.num_minibatches}")
+    if args.total_timesteps < batch_size:
+        raise UsageError(
+            f"--total-timesteps {args.total_timesteps} is smaller than one batch, num_envs * num_steps = {batch_size}"
+        )
+    if args.env_id == "MNISTBandit-bsuite":
+        raise UsageError("MNISTBandit-bsuite downloads MNIST when it is built; it is not supported")
+    if args.env_id not in gymnax.registered_envs:
+        valid = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]
+        raise UsageError(f"unknown --env-id {args.env_id!r}; valid ids: {', '.join(valid)}")
+    env, env_params = gymnax.make(args.env_id)
+    if not isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete):
+        raise UsageError(f"{args.env_id} has continuous actions; only discrete-action environments are supported")
+    # One device for both frameworks, so that DLPack hands buffers over without a copy: the GPU if both see one.
+    gpu = args.cuda and torch.cuda.is_available()
+    if gpu != (args.cuda and jax.default_backend() == "gpu"):
+        has, lacks = ("torch", "jax") if gpu else ("jax", "torch")
+        raise UsageError(f"{has} sees a GPU but {lacks} does not: install both with CUDA or pass --no-cuda")
+    if args.cuda and not gpu:
+        print("no GPU visible to torch or jax: running on the CPU", file=sys.stderr)
+    if args.matmul_precision == "high" and not gpu:
+        raise UsageError(f"--matmul-precision high means TF32, which {HIGH_ON_CPU}")
+    index = torch.cuda.current_device() if gpu else 0
+    device = torch.device("cuda", index) if gpu else torch.device("cpu")
+    return hidden, env, env_params, device, jax.devices("gpu" if gpu else "cpu")[index]
+
+
+def gpu_info(device: torch.device, jax_device) -> Optional[dict]:
+    """What a GPU result needs to be read, as each framework reports it; None on the CPU."""
+    if device.type == "cpu":
+        return None
+    from jax._src.lib import cuda_versions  # the CUDA plugin's version queries (None without one)
+
+    version = lambda name: getattr(cuda_versions, name, lambda: None)() if cuda_versions else None
+    cuda = {"cuda_runtime": version("cuda_runtime_get_version"), "cudnn": version("cudnn_get_version")}
+    jax_info = {"device_kind": jax_device.device_kind, "platform_version": jax_device.client.platform_version, **cuda}
+    torch_info = {"cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version()}
+    return {"name": torch.cuda.get_device_name(device), "driver": driver_version(), "torch": torch_info, "jax": jax_info}
+
+
+def driver_version() -> Optional[str]:
+    """The NVIDIA driver's version, from nvidia-smi (neither framework reports it)."""
+    out = run_quietly("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")
+    return out and out.split()[0]
+
+
+def synchronize(device: torch.device):
+    """Wait for the device. On CPU there is nothing to wait for: torch runs each op before it returns, and every
+    JAX output the iteration uses was awaited when DLPack handed it to torch. On GPU, torch.cuda.synchronize waits
+    for all streams of the device, JAX's included (one CUDA context): the one sync an iteration ends with, so
+    --sync-debug's trap is off for it."""
+    if device.type == "cuda":
+        mode = torch.cuda.get_sync_debug_mode()
+        torch.cuda.set_sync_debug_mode(0)
+        torch.cuda.synchronize(device)
+        torch.cuda.set_sync_debug_mode(mode)
+
+
+def cuda_sync_debug(on: bool) -> contextlib.ExitStack:
+    """torch's own trap for host syncs on CUDA ("error": an op that synchronizes raises), while open."""
+    trap = contextlib.ExitStack()
+    if on:
+        torch.cuda.set_sync_debug_mode("error")
+        trap.callback(torch.cuda.set_sync_debug_mode, "default")
+    return trap
+
+
+COMPILES = []  # one entry per XLA compilation in this process, from jax.monitoring's events
+jax.monitoring.register_event_duration_secs_listener(
+    lambda event, duration, **_: COMPILES.append(event) if event == "/jax/core/compile/backend_compile_duration" else None
+)
+
+
+class Log:
+    """The untimed bookkeeping of the iterations: the plan line, the progress line, TensorBoard, and
+    the lists of the JSON record."""
+
+    def __init__(self, args: Args, device, num_iterations: int, start: float):
+        self.args, self.num_iterations, self.start = args, num_iterations, start
+        self.batch_size = args.num_envs * args.num_steps
+        self.commit = run_quietly("git", "rev-parse", "HEAD")  # now, not at the end: the checkout may move
+        self.durations, self.phases, self.returns, self.finished = [], [], [], []
+        run = f"runs/{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+        self.writer = Writer(run) if args.tensorboard else None
+        if self.writer:  # the hyperparameters as a text summary, as CleanRL writes them
+            table = "\n".join(["|param|value|", "|-|-|", *(f"|{k}|{v}|" for k, v in dataclasses.asdict(args).items())])
+            text = EventFileWriter(run)
+            text.add_event(Event(wall_time=time.time(), step=0, summary=text_pb("hyperparameters", table)))
+            text.close()
         if not args.quiet:
+            plan = f"{num_iterations} iterations of {args.num_envs} envs x {args.num_steps} steps"
+            print(f"{VARIANT} on {device}: {args.env_id}, hidden {args.hidden}, {plan}")
+        self.setup_duration = time.perf_counter() - start
+
+    def iteration(self, duration: float, phases, metrics: dict):
+        self.durations.append(duration)
+        self.phases.append(phases)
+        metrics = dict(zip(metrics, torch.stack([x.float() for x in metrics.values()]).tolist()))  # one fetch
+        episodes = int(metrics["episodes"])
+        mean_return = float(metrics["return_sum"]) / episodes if episodes else None
+        self.returns.append(mean_return)
+        self.finished.append((float(metrics["return_sum"]), episodes))
+        done = len(self.durations)
+        step, sps = done * self.batch_size, int(done * self.batch_size / sum(self.durations))
+        if self.writer:
+            if episodes:
+                self.writer.add_scalar("charts/episodic_return", mean_return, step)
+                self.writer.add_scalar("charts/episodic_length", float(metrics["length_sum"]) / episodes, step)
+            self.writer.add_scalar("charts/SPS", sps, step)
+            self.writer.add_scalar("charts/learning_rate", metrics["learning_rate"], step)
+            for name in metrics.keys() - {"episodes", "return_sum", "length_sum", "learning_rate"}:
+                self.writer.add_scalar(f"losses/{name}", metrics[name], step)
+        if not self.args.quiet:
             shown = "n/a" if mean_return is None else f"{mean_return:.1f}"
-            print(f"iteration {it + 1}/{num_iterations}  SPS {sps}  return {shown}", flush=True)
-        if it == 0:
-            compiles_before = compiles.count
-    if writer:
-        writer.close()
+            left = (self.num_iterations - done) * np.mean(self.durations[1:] or self.durations)
+            elapsed = time.perf_counter() - self.start
+            print(f"iteration {done}/{self.num_iterations}  SPS {sps}  return {shown}  {elapsed:.0f}s, ~{left:.0f}s left")
+        if done == 1:
+            self.compiles_after_first = len(COMPILES)
 
-    last = returns_per_iteration[-10:]
-    finished = sum(n for _, n in last)
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "variant": VARIANT,
-        "status": "ok",
-        "env_id": args.env_id,
-        "hidden": list(parse_hidden(args.hidden)),
-        "seed": args.seed,
-        "args": dataclasses.asdict(args),
-        "device": "cpu" if device.type == "cpu" else torch.cuda.get_device_name(device),
-        "devices": {"torch": str(device), "jax": str(jax_device)},
-        "gpu": gpu_info(device, jax_device),
-        "versions": library_versions(),
-        "git_commit": commit,
-        "matmul_precision": args.matmul_precision,
-        "param_count": sum(p.numel() for p in agent.parameters()),
-        "env_steps": num_iterations * batch_size,
-        "grad_steps": num_iterations * grad_steps_per_iteration,
-        "sync_timing": args.sync_timing,
-        "setup_duration": setup_duration,
-        "iteration_durations": iteration_durations,
-        "rollout_durations": rollout_durations if args.sync_timing else None,
-        "update_durations": update_durations if args.sync_timing else None,
-        "total_duration": time.perf_counter() - start,
-        "compiles_after_first_iteration": compiles.count - compiles_before,
-        "episodic_return": episodic_return,
-        "final_return": sum(s for s, _ in last) / finished if finished else None,
-        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
+    def record(self, param_count: int, grad_steps: int, devices: dict, gpu: Optional[dict]) -> dict:
+        """The JSON record (schema 1, README "The record"); the arguments are what only train() knows."""
+        if self.writer:
+            self.writer.close()
+        args, last = self.args, self.finished[-10:]
+        finished = sum(n for _, n in last)
+        return {
+            "schema_version": 1,
+            "variant": VARIANT,
+            "status": "ok",
+            "env_id": args.env_id,
+            "hidden": list(parse_hidden(args.hidden)),
+            "seed": args.seed,
+            "args": dataclasses.asdict(args),
+            "device": gpu["name"] if gpu else "cpu",
+            "devices": devices,
+            "gpu": gpu,
+            "host": platform.node(),
+            "versions": {"python": platform.python_version(), **{n: importlib.metadata.version(n) for n in LIBRARIES}},
+            "git_commit": self.commit,
+            "matmul_precision": args.matmul_precision,
+            "param_count": param_count,
+            "env_steps": len(self.durations) * self.batch_size,
+            "grad_steps": grad_steps,
+            "sync_timing": args.sync_timing,
+            "setup_duration": self.setup_duration,
+            "iteration_durations": self.durations,
+            "rollout_durations": [phases[0] for phases in self.phases] if args.sync_timing else None,
+            "update_durations": [phases[1] for phases in self.phases] if args.sync_timing else None,
+            "total_duration": time.perf_counter() - self.start,
+            "compiles_after_first_iteration": len(COMPILES) - self.compiles_after_first,
+            "episodic_return": self.returns,
+            "final_return": sum(s for s, _ in last) / finished if finished else None,
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
 
 
-# ---------------------------------------------------------------- main
-def library_versions() -> dict:
-    names = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy", "torch")
-    return {"python": platform.python_version(), **{n: importlib.metadata.version(n) for n in names}}
+LIBRARIES = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy", "torch")  # the versions the record holds
+HIGH_ON_CPU = "only NVIDIA GPUs have; CPUs fall back differently per framework, so only highest is the same arithmetic"
 
 
-def git_commit() -> Optional[str]:
+def run_quietly(*command: str) -> Optional[str]:
+    """A command's output, or None if it is missing or fails."""
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=os.path.dirname(os.path.abspath(__file__)),
-                             capture_output=True, text=True, timeout=10)
+        out = subprocess.run(command, cwd=os.path.dirname(__file__) or ".", capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip() if out.returncode == 0 else None
+    return out.stdout.strip() or None if out.returncode == 0 else None
 
 
 def write_json_atomic(path: str, record: dict) -> None:
     """Write to a temporary file beside `path`, then rename: readers never see half a file."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(record, f, indent=1)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(os.path.abspath(path)), suffix=".tmp", delete=False) as f:
+        json.dump(record, f, indent=1)
+    os.replace(f.name, path)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = tyro.cli(Args, args=argv)
+    sys.stdout.reconfigure(line_buffering=True)  # each progress line at once, also into a pipe
     try:
         result = train(args)
     except UsageError as e:
@@ -680,9 +617,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         write_json_atomic(args.json_out, result)
     if not args.quiet:
         durations = result["iteration_durations"]
-        steady = np.median(durations[1:]) if len(durations) > 1 else float("nan")
-        print(f"done: final_return {result['final_return']}  iteration 0 {durations[0]:.3f}s  "
-              f"steady {steady:.4f}s/iteration  compiles after iteration 0: {result['compiles_after_first_iteration']}")
+        steady, compiles = np.median(durations[1:] or durations), result["compiles_after_first_iteration"]
+        print(
+            f"done: final_return {result['final_return']}  iteration 0 {durations[0]:.3f}s  "
+            f"steady {steady:.4f}s/iteration  compiles after iteration 0: {compiles}"
+        )
     return 0
 
 

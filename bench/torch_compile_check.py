@@ -63,12 +63,13 @@ def clip_sides(agent, batch, index, args):
     import torch
 
     with torch.no_grad():
-        obs, action, logprob, value, advantage, ret = (x[index] for x in batch)
+        obs, action, logprob, value, advantage, returns = (x[index] for x in batch)
         logits, new_value = agent(obs)
         ratio = (logits.log_softmax(-1).gather(-1, action[:, None]).squeeze(-1) - logprob).exp()
         surrogate = ((ratio > 1 + args.clip_coef) & (advantage > 0)) | ((ratio < 1 - args.clip_coef) & (advantage < 0))
         clipped_value = value + (new_value - value).clamp(-args.clip_coef, args.clip_coef)
-        value_side = ((new_value - value).abs() > args.clip_coef) & ((clipped_value - ret) ** 2 > (new_value - ret) ** 2)
+        value_error, clipped_error = (new_value - returns) ** 2, (clipped_value - returns) ** 2
+        value_side = ((new_value - value).abs() > args.clip_coef) & (clipped_error > value_error)
     return torch.stack([surrogate, value_side])
 
 

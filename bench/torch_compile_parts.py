@@ -119,6 +119,7 @@ def main(argv=None) -> int:
         if path.exists():
             continue
         began = time.perf_counter()
+        torch.compiler.reset()  # each seed compiles afresh, as in a process of its own
         record = script.train(script.Args(seed=seed, cuda=False, tensorboard=False, quiet=True))
         record["compiled_parts"] = parts
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")

@@ -105,6 +105,22 @@ def variant(request):
     return request.param
 
 
+@pytest.fixture(autouse=True)
+def torch_as_in_a_new_process():
+    """A torch script's train() sets torch for its process (matmul precision, dynamo's and inductor's flags), and
+    dynamo keeps what it compiled per function, which every train() in a process shares: after each test, torch's
+    defaults are back and its compiled code is dropped, so that the next train() compiles afresh as a new process."""
+    yield
+    if "torch" in sys.modules:
+        import torch
+
+        torch.set_float32_matmul_precision("highest")
+    if "torch._dynamo" in sys.modules:
+        torch.compiler.reset()
+        torch._dynamo.config.trace_autograd_ops = False
+        torch._inductor.config.cpp_wrapper = False
+
+
 def to_native(variant: str, x):
     """A NumPy array as the variant's framework array (on the CPU)."""
     if variant.startswith("torch"):

@@ -90,7 +90,7 @@ def test_a_gpu_seen_by_one_framework_only_is_an_error_naming_it(variant, gpu_in,
     import torch
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: gpu_in == "torch")
-    monkeypatch.setattr(module, "jax_gpus", lambda: ["a GPU"] if gpu_in == "jax" else [])
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu" if gpu_in == "jax" else "cpu")
     assert module.main(["--json-out", str(tmp_path / "x.json"), "--quiet"]) == 2
     other = {"torch": "jax", "jax": "torch"}[gpu_in]
     err = capsys.readouterr().err.strip()
