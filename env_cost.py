@@ -118,14 +118,23 @@ def main(argv=None) -> int:
     import jax
 
     device = jax.devices()[0]
-    record.update({
-        "num_envs": args.num_envs,
-        "steps_per_call": args.steps,
-        "device": "cpu" if device.platform == "cpu" else device.device_kind,
-        "host": {"cpu_count": os.cpu_count(), "machine": platform.machine(), "processor": platform.processor(),
-                 "system": platform.system()},
-        "versions": {"python": platform.python_version(), **{n: importlib.metadata.version(n) for n in ("jax", "jaxlib", "gymnax")}},
-    })
+    record.update(
+        {
+            "num_envs": args.num_envs,
+            "steps_per_call": args.steps,
+            "device": "cpu" if device.platform == "cpu" else device.device_kind,
+            "host": {
+                "cpu_count": os.cpu_count(),
+                "machine": platform.machine(),
+                "processor": platform.processor(),
+                "system": platform.system(),
+            },
+            "versions": {
+                "python": platform.python_version(),
+                **{n: importlib.metadata.version(n) for n in ("jax", "jaxlib", "gymnax")},
+            },
+        }
+    )
     envs = record.setdefault("envs", {})
     for env_id in args.env_ids:
         if env_id not in envs:

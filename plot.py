@@ -52,8 +52,16 @@ LEARN_PAIRS = [("jax_linen", "jax_nnx"), ("jax_linen", "jax_equinox"), ("jax_nnx
 COLLAPSED = 425
 COLORS = dict(zip(VARIANTS, plt.get_cmap("tab10").colors))
 MARKERS = {"s": "o", "m": "s", "l": "^"}
-FIGURES = ["duration.png", "speedup.png", "overhead.png", "rollout_update.png", "compilation.png", "scaling.png",
-           "learning_curves.png", "learn.png"]
+FIGURES = [
+    "duration.png",
+    "speedup.png",
+    "overhead.png",
+    "rollout_update.png",
+    "compilation.png",
+    "scaling.png",
+    "learning_curves.png",
+    "learn.png",
+]
 
 
 @dataclass
@@ -182,9 +190,11 @@ METRICS = {  # seconds, per run
     "update": lambda r: steady_part(r, "update_durations"),
 }
 SPEEDUP_METRICS = ("steady", "iteration 0", "total")
-RATIO_TEXT = ("per block (same experiment, env, size, num_envs and seed), then the geometric mean over the "
-              f"blocks with its {CONFIDENCE:.0%} bootstrap interval. Verdict: A or B faster when the interval "
-              f"excludes 1, no difference detected when it contains 1, too few runs under {MIN_BLOCKS} blocks.")
+RATIO_TEXT = (
+    "per block (same experiment, env, size, num_envs and seed), then the geometric mean over the "
+    f"blocks with its {CONFIDENCE:.0%} bootstrap interval. Verdict: A or B faster when the interval "
+    f"excludes 1, no difference detected when it contains 1, too few runs under {MIN_BLOCKS} blocks."
+)
 
 
 def steady_part(run, key) -> float:
@@ -232,9 +242,19 @@ def compare(runs, a, b, metric, size):
     if len(ratios) >= MIN_BLOCKS:
         low, high = np.exp(interval(logs, np.mean))
     experiments = sorted({r.experiment for r in runs if r.size == size and r.variant in (a, b)})
-    return {"a": a, "b": b, "metric": metric, "size": size, "experiment": "+".join(experiments),
-            "ratio": float(np.exp(logs.mean())), "ci_low": none_if_nan(low), "ci_high": none_if_nan(high),
-            "n_blocks": len(ratios), "verdict": ratio_verdict(low, high, len(ratios)), "blocks": ratios}
+    return {
+        "a": a,
+        "b": b,
+        "metric": metric,
+        "size": size,
+        "experiment": "+".join(experiments),
+        "ratio": float(np.exp(logs.mean())),
+        "ci_low": none_if_nan(low),
+        "ci_high": none_if_nan(high),
+        "n_blocks": len(ratios),
+        "verdict": ratio_verdict(low, high, len(ratios)),
+        "blocks": ratios,
+    }
 
 
 def none_if_nan(x):
@@ -249,16 +269,21 @@ def with_interval(value, low, high, digits=3) -> str:
 
 
 def ratio_table(rows) -> str:
-    return table(["size", "A", "B", "ratio [95% CI]", "blocks", "verdict"],
-                 [[r["size"], r["a"], r["b"], with_interval(r["ratio"], r["ci_low"], r["ci_high"]), r["n_blocks"],
-                   r["verdict"]] for r in rows])
+    return table(
+        ["size", "A", "B", "ratio [95% CI]", "blocks", "verdict"],
+        [
+            [r["size"], r["a"], r["b"], with_interval(r["ratio"], r["ci_low"], r["ci_high"]), r["n_blocks"], r["verdict"]]
+            for r in rows
+        ],
+    )
 
 
 def interval_bars(rows):
     """matplotlib's yerr for the rows' intervals: (below, above) each ratio, 0 where there is none. Clipped at 0:
     when every block has the same ratio, the interval and the mean may differ by a rounding either way."""
-    bars = np.array([[r["ratio"] - r["ci_low"], r["ci_high"] - r["ratio"]] if r["ci_low"] is not None else [0, 0]
-                     for r in rows]).T.reshape(2, -1)
+    bars = np.array(
+        [[r["ratio"] - r["ci_low"], r["ci_high"] - r["ratio"]] if r["ci_low"] is not None else [0, 0] for r in rows]
+    ).T.reshape(2, -1)
     return np.maximum(bars, 0)
 
 
@@ -301,21 +326,39 @@ def plot_durations(runs, directory, out):
         ax.scatter([], [], color=COLORS.get(variant), label=variant)
     for size in sizes_of(runs):
         ax.scatter([], [], color="gray", marker=MARKERS.get(size, "x"), label=f"size {size}")
-    ax.set(xlabel=xlabel, ylabel="total duration (s), median over seeds",
-           title="Total duration per run (setup, compilation and all iterations)")
+    ax.set(
+        xlabel=xlabel,
+        ylabel="total duration (s), median over seeds",
+        title="Total duration per run (setup, compilation and all iterations)",
+    )
     ax.set_yscale("log")
     if log:
         ax.set_xscale("log")
     else:
         ax.set_xlim(-0.5, len(envs) - 0.5)
     for env in envs:  # name the environments along the x-axis
-        ax.annotate(env, (x[env], 0), xycoords=("data", "axes fraction"), rotation=90, fontsize=6,
-                    xytext=(2, 3), textcoords="offset points", alpha=0.6)
+        ax.annotate(
+            env,
+            (x[env], 0),
+            xycoords=("data", "axes fraction"),
+            rotation=90,
+            fontsize=6,
+            xytext=(2, 3),
+            textcoords="offset points",
+            alpha=0.6,
+        )
     ax.legend(fontsize=7, ncol=2)
-    rows = [[env, size, *[fmt(totals.get((v, env, size))) for v in variants]]
-            for size in sizes_of(runs) for env in sorted(envs, key=x.get)]
-    return [save(fig, out, "duration.png"), "Total duration (s), median over seeds:", "",
-            table(["env", "size", *variants], rows)]
+    rows = [
+        [env, size, *[fmt(totals.get((v, env, size))) for v in variants]]
+        for size in sizes_of(runs)
+        for env in sorted(envs, key=x.get)
+    ]
+    return [
+        save(fig, out, "duration.png"),
+        "Total duration (s), median over seeds:",
+        "",
+        table(["env", "size", *variants], rows),
+    ]
 
 
 def plot_speedups(runs, out, stats):
@@ -334,9 +377,12 @@ def plot_speedups(runs, out, stats):
             draw_ratios(ax, [r for r in rows[metric] if r["size"] == size])
             ax.set(title=f"{metric}, size {size}", ylabel="time(B) / time(A)")
             ax.title.set_fontsize(8)
-    lines = [save(fig, out, "speedup.png"),
-             f"Speedup of A over B = time(B) / time(A) (> 1: A is faster), {RATIO_TEXT} Dots: the blocks; "
-             "bars: the geometric mean and its interval.", ""]
+    lines = [
+        save(fig, out, "speedup.png"),
+        f"Speedup of A over B = time(B) / time(A) (> 1: A is faster), {RATIO_TEXT} Dots: the blocks; "
+        "bars: the geometric mean and its interval.",
+        "",
+    ]
     for metric in SPEEDUP_METRICS:
         lines += [f"### Speedup, {metric}", "", ratio_table(rows[metric]), ""]
     return lines
@@ -353,17 +399,24 @@ def plot_overhead(runs, out):
     width = 0.8 / len(WINDOWS)
     for ax, size in zip(axes[0], sizes):
         for j, window in enumerate(WINDOWS):
-            ax.bar(np.arange(len(variants)) + j * width, [means.get((v, size, window), np.nan) for v in variants],
-                   width, label=window)
+            ax.bar(
+                np.arange(len(variants)) + j * width,
+                [means.get((v, size, window), np.nan) for v in variants],
+                width,
+                label=window,
+            )
         ax.set_xticks(np.arange(len(variants)) + width, variants, rotation=30, fontsize=7)
         ax.set(ylabel="seconds per iteration", title=f"Per-iteration time by window, size {size}")
         ax.set_yscale("log")
         ax.legend(fontsize=7)
     rows = [[size, v, *[fmt(means.get((v, size, w))) for w in WINDOWS]] for size in sizes for v in variants]
-    return [save(fig, out, "overhead.png"),
-            "Mean seconds per iteration in each window of iterations (0-based: iteration 0 is the first and "
-            "includes compilation), median over environments and seeds:", "",
-            table(["size", "variant", *WINDOWS], rows)]
+    return [
+        save(fig, out, "overhead.png"),
+        "Mean seconds per iteration in each window of iterations (0-based: iteration 0 is the first and "
+        "includes compilation), median over environments and seeds:",
+        "",
+        table(["size", "variant", *WINDOWS], rows),
+    ]
 
 
 def plot_rollout_update(runs, out, stats):
@@ -371,8 +424,10 @@ def plot_rollout_update(runs, out, stats):
     parts = {}
     for key, group in group_by(runs, lambda r: (r.variant, r.size)).items():
         # iteration 0 is left out: it holds the compilation of both parts
-        parts[key] = tuple(float(np.median([np.median(r.record[f][1:] or r.record[f]) for r in group]))
-                           for f in ("rollout_durations", "update_durations"))
+        parts[key] = tuple(
+            float(np.median([np.median(r.record[f][1:] or r.record[f]) for r in group]))
+            for f in ("rollout_durations", "update_durations")
+        )
     # Shares, not seconds: the variants differ by orders of magnitude; the seconds are on the bars.
     fig, axes = size_axes(sizes)
     for ax, size in zip(axes[0], sizes):
@@ -381,30 +436,44 @@ def plot_rollout_update(runs, out, stats):
         ax.bar(variants, rollout / total, label="rollout + GAE")
         bars = ax.bar(variants, update / total, bottom=rollout / total, label="update")
         ax.bar_label(bars, [f"{t:.3g} s" for t in total], fontsize=7)
-        ax.set(ylabel="share of the iteration (median, iterations 1-end)", ylim=(0, 1.1),
-               title=f"Rollout vs update (--sync-timing), size {size}")
+        ax.set(
+            ylabel="share of the iteration (median, iterations 1-end)",
+            ylim=(0, 1.1),
+            title=f"Rollout vs update (--sync-timing), size {size}",
+        )
         ax.tick_params(axis="x", rotation=30, labelsize=7)
         ax.legend(fontsize=7, loc="lower right")
-    rows = [[size, v, fmt(r), fmt(u), fmt(r / (r + u), 2)] for size in sizes for v in variants
-            for r, u in [parts.get((v, size), (np.nan, np.nan))]]
-    lines = [save(fig, out, "rollout_update.png"),
-             "Seconds per iteration with --sync-timing (median over iterations 1-end, then over environments and seeds):", "",
-             table(["size", "variant", "rollout + GAE", "update", "rollout share"], rows)]
+    rows = [
+        [size, v, fmt(r), fmt(u), fmt(r / (r + u), 2)]
+        for size in sizes
+        for v in variants
+        for r, u in [parts.get((v, size), (np.nan, np.nan))]
+    ]
+    lines = [
+        save(fig, out, "rollout_update.png"),
+        "Seconds per iteration with --sync-timing (median over iterations 1-end, then over environments and seeds):",
+        "",
+        table(["size", "variant", "rollout + GAE", "update", "rollout share"], rows),
+    ]
     for metric in ("rollout", "update"):
         ratios = [compare(runs, a, b, metric, size) for size in sizes for a, b in itertools.combinations(variants, 2)]
         ratios = [r for r in ratios if r]
         stats.extend(ratios)
-        lines += ["", f"### Speedup, {metric} (--sync-timing)", "",
-                  f"time(B) / time(A) of the {'rollout + GAE' if metric == 'rollout' else 'update'}, {RATIO_TEXT}", "",
-                  ratio_table(ratios)]
+        lines += [
+            "",
+            f"### Speedup, {metric} (--sync-timing)",
+            "",
+            f"time(B) / time(A) of the {'rollout + GAE' if metric == 'rollout' else 'update'}, {RATIO_TEXT}",
+            "",
+            ratio_table(ratios),
+        ]
     return lines
 
 
 def plot_compilation(runs, out, stats):
     """Compiled vs not compiled: speedup = time(not compiled) / time(compiled), block by block."""
     sizes = sizes_of(runs)
-    rows = [compare(runs, on, off, metric, size) for size in sizes for on, off in COMPILE_PAIRS
-            for metric in SPEEDUP_METRICS]
+    rows = [compare(runs, on, off, metric, size) for size in sizes for on, off in COMPILE_PAIRS for metric in SPEEDUP_METRICS]
     rows = [r for r in rows if r]
     if not rows:
         return ["No compiled and not-compiled runs in the same block."]
@@ -422,11 +491,17 @@ def plot_compilation(runs, out, stats):
         ax.set(ylabel="time(not compiled) / time(compiled)", title=f"Compilation on/off, size {size}")
         ax.set_yscale("log")
         ax.legend(fontsize=7)
-    return [save(fig, out, "compilation.png"),
-            f"Speedup from compilation = time(not compiled) / time(compiled), {RATIO_TEXT} "
-            "(jax_nnx+nocache: NNX without cached_partial, run beside jax_nnx in the compile experiment.)", "",
-            *[line for metric in SPEEDUP_METRICS
-              for line in (f"**{metric}**", "", ratio_table([r for r in rows if r["metric"] == metric]), "")]]
+    return [
+        save(fig, out, "compilation.png"),
+        f"Speedup from compilation = time(not compiled) / time(compiled), {RATIO_TEXT} "
+        "(jax_nnx+nocache: NNX without cached_partial, run beside jax_nnx in the compile experiment.)",
+        "",
+        *[
+            line
+            for metric in SPEEDUP_METRICS
+            for line in (f"**{metric}**", "", ratio_table([r for r in rows if r["metric"] == metric]), "")
+        ],
+    ]
 
 
 def steps_per_second(run) -> float:
@@ -440,16 +515,22 @@ def plot_scaling(runs, out):
     for v in variants:
         points = sorted((n, s) for (var, n), s in sps.items() if var == v)
         ax.plot(*zip(*points), marker="o", color=COLORS.get(v), label=v)
-    ax.set(xlabel="--num-envs", ylabel="env steps per second (steady state)",
-           title="Scaling with the amount of work (CartPole-v1, size s)")
+    ax.set(
+        xlabel="--num-envs",
+        ylabel="env steps per second (steady state)",
+        title="Scaling with the amount of work (CartPole-v1, size s)",
+    )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.legend(fontsize=7)
     num_envs = sorted({k[1] for k in sps})
     rows = [[v, *[f"{sps[(v, n)]:.0f}" if (v, n) in sps else "n/a" for n in num_envs]] for v in variants]
-    return [save(fig, out, "scaling.png"),
-            "Env steps per second (batch / median iteration time, iterations 1-end), median over seeds:", "",
-            table(["variant", *[f"{n} envs" for n in num_envs]], rows)]
+    return [
+        save(fig, out, "scaling.png"),
+        "Env steps per second (batch / median iteration time, iterations 1-end), median over seeds:",
+        "",
+        table(["variant", *[f"{n} envs" for n in num_envs]], rows),
+    ]
 
 
 def iqm_over_runs(scores):
@@ -495,9 +576,11 @@ def plot_learning_curves(runs, out):
         axes[i, j].title.set_fontsize(9)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=7)
-    return [save(fig, out, "learning_curves.png", legend_inches=0.3),
-            f"Episodic return per iteration: IQM over seeds, shaded its {CONFIDENCE:.0%} stratified-bootstrap interval "
-            "(rliable); runs of the overall experiment."]
+    return [
+        save(fig, out, "learning_curves.png", legend_inches=0.3),
+        f"Episodic return per iteration: IQM over seeds, shaded its {CONFIDENCE:.0%} stratified-bootstrap interval "
+        "(rliable); runs of the overall experiment.",
+    ]
 
 
 def probability_of_improvement(finals, pairs) -> dict:
@@ -515,8 +598,9 @@ def collapse_difference(a, b) -> tuple[float, float, float]:
     difference = lambda x, y, axis=-1: np.mean(x, axis=axis) - np.mean(y, axis=axis)
     with warnings.catch_warnings():  # all-equal samples: a degenerate interval, reported as such
         warnings.simplefilter("ignore")
-        ci = stats.bootstrap((a, b), difference, paired=False, method="percentile", rng=np.random.default_rng(SEED),
-                             **BOOTSTRAP).confidence_interval
+        ci = stats.bootstrap(
+            (a, b), difference, paired=False, method="percentile", rng=np.random.default_rng(SEED), **BOOTSTRAP
+        ).confidence_interval
     low, high = (float(x) if np.isfinite(x) else float(difference(a, b)) for x in ci)
     return float(difference(a, b)), low, high
 
@@ -528,7 +612,9 @@ def learning_statistics(finals, reference="jax_linen"):
     scores = {v: np.array(f, dtype=float)[:, None] for v, f in finals.items()}  # (runs, 1 task)
     aggregate = lambda s: np.array([rly_metrics.aggregate_iqm(s), rly_metrics.aggregate_mean(s)])
     point, ci = interval_estimates(scores, aggregate)
-    improvement = probability_of_improvement(finals, [(v, reference) for v in finals if v != reference and reference in finals])
+    improvement = probability_of_improvement(
+        finals, [(v, reference) for v in finals if v != reference and reference in finals]
+    )
     rows = []
     for v in ordered(scores, VARIANTS):
         n = len(finals[v])
@@ -538,31 +624,57 @@ def learning_statistics(finals, reference="jax_linen"):
         elif (v, reference) not in improvement or n < MIN_BLOCKS or len(finals[reference]) < MIN_BLOCKS:
             verdict = "too few runs"
         else:
-            verdict = ("learns like the reference" if pi_low <= 0.5 <= pi_high else
-                       "learns better than the reference" if pi_low > 0.5 else "learns worse than the reference")
-        rows.append({"variant": v, "n_seeds": n, "iqm": float(point[v][0]), "iqm_ci_low": float(ci[v][0][0]),
-                     "iqm_ci_high": float(ci[v][1][0]), "mean": float(point[v][1]), "mean_ci_low": float(ci[v][0][1]),
-                     "mean_ci_high": float(ci[v][1][1]), f"prob_improvement_vs_{reference}": none_if_nan(pi),
-                     f"prob_improvement_vs_{reference}_ci_low": none_if_nan(pi_low),
-                     f"prob_improvement_vs_{reference}_ci_high": none_if_nan(pi_high),
-                     "min": float(np.min(finals[v])), f"share_below_{COLLAPSED}": float(np.mean(np.array(finals[v]) < COLLAPSED)),
-                     "verdict": verdict})
+            verdict = (
+                "learns like the reference"
+                if pi_low <= 0.5 <= pi_high
+                else "learns better than the reference"
+                if pi_low > 0.5
+                else "learns worse than the reference"
+            )
+        rows.append(
+            {
+                "variant": v,
+                "n_seeds": n,
+                "iqm": float(point[v][0]),
+                "iqm_ci_low": float(ci[v][0][0]),
+                "iqm_ci_high": float(ci[v][1][0]),
+                "mean": float(point[v][1]),
+                "mean_ci_low": float(ci[v][0][1]),
+                "mean_ci_high": float(ci[v][1][1]),
+                f"prob_improvement_vs_{reference}": none_if_nan(pi),
+                f"prob_improvement_vs_{reference}_ci_low": none_if_nan(pi_low),
+                f"prob_improvement_vs_{reference}_ci_high": none_if_nan(pi_high),
+                "min": float(np.min(finals[v])),
+                f"share_below_{COLLAPSED}": float(np.mean(np.array(finals[v]) < COLLAPSED)),
+                "verdict": verdict,
+            }
+        )
     return rows
 
 
 def plot_learn(runs, out, stats, learning, learning_pairs):
     groups = group_by(runs, lambda r: r.variant)
-    finals = {v: [r.record["final_return"] for r in sorted(g, key=lambda r: r.seed) if r.record["final_return"] is not None]
-              for v, g in groups.items()}
+    finals = {
+        v: [r.record["final_return"] for r in sorted(g, key=lambda r: r.seed) if r.record["final_return"] is not None]
+        for v, g in groups.items()
+    }
     finals = {v: f for v, f in finals.items() if len(f) >= MIN_BLOCKS}
     rows = learning_statistics(finals)
     learning.extend(rows)
     pairs = probability_of_improvement(finals, [(a, b) for a, b in LEARN_PAIRS if a in finals and b in finals])
     collapses = {(a, b): collapse_difference(finals[a], finals[b]) for a, b in pairs}
-    learning_pairs.extend({"a": a, "b": b, "prob_improvement": pi, "ci_low": low, "ci_high": high,
-                           f"share_below_{COLLAPSED}_difference": collapses[a, b][0],
-                           f"share_below_{COLLAPSED}_difference_ci": collapses[a, b][1:]}
-                          for (a, b), (pi, low, high) in pairs.items())
+    learning_pairs.extend(
+        {
+            "a": a,
+            "b": b,
+            "prob_improvement": pi,
+            "ci_low": low,
+            "ci_high": high,
+            f"share_below_{COLLAPSED}_difference": collapses[a, b][0],
+            f"share_below_{COLLAPSED}_difference_ci": collapses[a, b][1:],
+        }
+        for (a, b), (pi, low, high) in pairs.items()
+    )
     fig, (curves, bars) = plt.subplots(1, 2, figsize=(13, 5), gridspec_kw={"width_ratios": [3, 2]})
     draw_curves(curves, groups, lambda v: f"{v} ({len(groups[v])} seeds)")
     curves.set(xlabel="env steps", ylabel="episodic return (IQM over seeds)", title="CartPole-v1, default config")
@@ -570,9 +682,16 @@ def plot_learn(runs, out, stats, learning, learning_pairs):
     for i, r in enumerate(rows):
         color = COLORS.get(r["variant"])
         for name, y in (("iqm", i + 0.2), ("mean", i - 0.2)):
-            bars.errorbar(r[name], y, xerr=[[r[name] - r[f"{name}_ci_low"]], [r[f"{name}_ci_high"] - r[name]]],
-                          fmt="o" if name == "iqm" else "s", color=color, capsize=3, alpha=1 if name == "iqm" else 0.6,
-                          label={"iqm": "IQM", "mean": "mean"}[name] if i == 0 else None)
+            bars.errorbar(
+                r[name],
+                y,
+                xerr=[[r[name] - r[f"{name}_ci_low"]], [r[f"{name}_ci_high"] - r[name]]],
+                fmt="o" if name == "iqm" else "s",
+                color=color,
+                capsize=3,
+                alpha=1 if name == "iqm" else 0.6,
+                label={"iqm": "IQM", "mean": "mean"}[name] if i == 0 else None,
+            )
         seeds = finals[r["variant"]]
         bars.scatter(seeds, np.full(len(seeds), i), s=8, color="gray", alpha=0.5, label="runs" if i == 0 else None)
     bars.set_yticks(range(len(rows)), [r["variant"] for r in rows], fontsize=8)
@@ -580,40 +699,99 @@ def plot_learn(runs, out, stats, learning, learning_pairs):
     bars.set(xlabel="final_return (last 10 iterations)", title=f"IQM and mean with {CONFIDENCE:.0%} intervals")
     bars.legend(fontsize=7)
     key = "prob_improvement_vs_jax_linen"
-    learn_rows = [[r["variant"], r["n_seeds"], with_interval(r["iqm"], r["iqm_ci_low"], r["iqm_ci_high"], 4),
-                   with_interval(r["mean"], r["mean_ci_low"], r["mean_ci_high"], 4), fmt(r["min"], 4),
-                   f"{r[f'share_below_{COLLAPSED}']:.0%}",
-                   with_interval(r.get(key), r.get(f"{key}_ci_low"), r.get(f"{key}_ci_high"), 2) if r.get(key) is not None
-                   else "n/a", r["verdict"]] for r in rows]
+    learn_rows = [
+        [
+            r["variant"],
+            r["n_seeds"],
+            with_interval(r["iqm"], r["iqm_ci_low"], r["iqm_ci_high"], 4),
+            with_interval(r["mean"], r["mean_ci_low"], r["mean_ci_high"], 4),
+            fmt(r["min"], 4),
+            f"{r[f'share_below_{COLLAPSED}']:.0%}",
+            with_interval(r.get(key), r.get(f"{key}_ci_low"), r.get(f"{key}_ci_high"), 2) if r.get(key) is not None else "n/a",
+            r["verdict"],
+        ]
+        for r in rows
+    ]
     first = median_by(runs, lambda r: r.variant, lambda r: r.record["iteration_durations"][0])
     steady = median_by(runs, lambda r: r.variant, lambda r: r.steady)
     times = [[v, fmt(first[v]), fmt(steady[v])] for v in ordered(groups, VARIANTS)]
-    ratios = [compare(runs, a, b, metric, size) for a, b in LEARN_PAIRS for metric in ("steady", "iteration 0")
-              for size in sizes_of(runs)]
+    ratios = [
+        compare(runs, a, b, metric, size)
+        for a, b in LEARN_PAIRS
+        for metric in ("steady", "iteration 0")
+        for size in sizes_of(runs)
+    ]
     ratios = [r for r in ratios if r]
     stats.extend(ratios)
-    return [save(fig, out, "learn.png"),
-            f"final_return (mean return of the episodes that ended in the last 10 iterations) over seeds: IQM and "
-            f"mean with {CONFIDENCE:.0%} stratified-bootstrap intervals, the lowest run, and the probability that a "
-            "run of the variant ends higher than a run of jax_linen (rliable). A variant learns like the reference "
-            "when that probability's interval contains 0.5.", "",
-            table(["variant", "seeds", "IQM [95% CI]", "mean [95% CI]", "lowest", f"below {COLLAPSED}",
-                   "P(improvement over jax_linen)", "verdict"], learn_rows), "",
-            "The same probability between the variants that differ by one thing (the same runs):", "",
-            table(["A", "B", "P(a run of A ends higher than one of B) [95% CI]", "verdict",
-                   f"share below {COLLAPSED}, A - B [95% CI]", "verdict"],
-                  [[a, b, with_interval(pi, low, high, 2), "no difference detected" if low <= 0.5 <= high else
-                    f"{a if low > 0.5 else b} learns better", with_interval(*collapses[a, b], 2),
-                    "no difference detected" if collapses[a, b][1] <= 0 <= collapses[a, b][2] else
-                    f"{a if collapses[a, b][1] > 0 else b} collapses more often"]
-                   for (a, b), (pi, low, high) in pairs.items()]), "",
-            "Seconds per iteration in these runs (iteration 0 includes compilation; steady = median of iterations "
-            "1-end), median over seeds:", "",
-            table(["variant", "iteration 0", "steady"], times), "",
-            f"Ratios time(B) / time(A) seed by seed, {RATIO_TEXT}", "",
-            table(["metric", "A", "B", "ratio [95% CI]", "blocks", "verdict"],
-                  [[r["metric"], r["a"], r["b"], with_interval(r["ratio"], r["ci_low"], r["ci_high"]), r["n_blocks"],
-                    r["verdict"]] for r in ratios])]
+    return [
+        save(fig, out, "learn.png"),
+        f"final_return (mean return of the episodes that ended in the last 10 iterations) over seeds: IQM and "
+        f"mean with {CONFIDENCE:.0%} stratified-bootstrap intervals, the lowest run, and the probability that a "
+        "run of the variant ends higher than a run of jax_linen (rliable). A variant learns like the reference "
+        "when that probability's interval contains 0.5.",
+        "",
+        table(
+            [
+                "variant",
+                "seeds",
+                "IQM [95% CI]",
+                "mean [95% CI]",
+                "lowest",
+                f"below {COLLAPSED}",
+                "P(improvement over jax_linen)",
+                "verdict",
+            ],
+            learn_rows,
+        ),
+        "",
+        "The same probability between the variants that differ by one thing (the same runs):",
+        "",
+        table(
+            [
+                "A",
+                "B",
+                "P(a run of A ends higher than one of B) [95% CI]",
+                "verdict",
+                f"share below {COLLAPSED}, A - B [95% CI]",
+                "verdict",
+            ],
+            [
+                [
+                    a,
+                    b,
+                    with_interval(pi, low, high, 2),
+                    "no difference detected" if low <= 0.5 <= high else f"{a if low > 0.5 else b} learns better",
+                    with_interval(*collapses[a, b], 2),
+                    "no difference detected"
+                    if collapses[a, b][1] <= 0 <= collapses[a, b][2]
+                    else f"{a if collapses[a, b][1] > 0 else b} collapses more often",
+                ]
+                for (a, b), (pi, low, high) in pairs.items()
+            ],
+        ),
+        "",
+        "Seconds per iteration in these runs (iteration 0 includes compilation; steady = median of iterations "
+        "1-end), median over seeds:",
+        "",
+        table(["variant", "iteration 0", "steady"], times),
+        "",
+        f"Ratios time(B) / time(A) seed by seed, {RATIO_TEXT}",
+        "",
+        table(
+            ["metric", "A", "B", "ratio [95% CI]", "blocks", "verdict"],
+            [
+                [
+                    r["metric"],
+                    r["a"],
+                    r["b"],
+                    with_interval(r["ratio"], r["ci_low"], r["ci_high"]),
+                    r["n_blocks"],
+                    r["verdict"],
+                ]
+                for r in ratios
+            ],
+        ),
+    ]
 
 
 # ---------------------------------------------------------------- main
@@ -627,13 +805,19 @@ def header(runs, failures, directory):
         cores = f", {host['cpu_count']} CPU cores ({host['machine']})"
     except (OSError, ValueError, KeyError):
         cores = ""
-    lines = ["# benchback results", "",
-             f"Device: {devices}{cores}. Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) + ".",
-             f"{len(runs)} runs from {directory}; {len(failures)} files skipped (failed runs, unreadable files)."]
+    lines = [
+        "# benchback results",
+        "",
+        f"Device: {devices}{cores}. Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) + ".",
+        f"{len(runs)} runs from {directory}; {len(failures)} files skipped (failed runs, unreadable files).",
+    ]
     lines += [f"- skipped: {f}" for f in failures]
-    lines += [f"- compiled again after iteration 0 ({r.record['compiles_after_first_iteration']}x), its times include it: "
-              f"{r.experiment}/{r.variant} {r.env} {r.size} seed {r.seed}"
-              for r in runs if r.record["compiles_after_first_iteration"]]
+    lines += [
+        f"- compiled again after iteration 0 ({r.record['compiles_after_first_iteration']}x), its times include it: "
+        f"{r.experiment}/{r.variant} {r.env} {r.size} seed {r.seed}"
+        for r in runs
+        if r.record["compiles_after_first_iteration"]
+    ]
     return lines + [""]
 
 
@@ -677,8 +861,11 @@ def report(runs, failures, directory: Path, out: Path) -> None:
         ("Compilation on/off", overall + by_experiment["compile"], lambda rs: plot_compilation(rs, out, ratios)),
         ("Scaling with --num-envs", by_experiment["scaling"], lambda rs: plot_scaling(rs, out)),
         ("Learning curves", overall, lambda rs: plot_learning_curves(rs, out)),
-        ("Does every variant learn CartPole-v1? (learn preset)", by_experiment["learn"],
-         lambda rs: plot_learn(rs, out, ratios, learning, learning_pairs)),
+        (
+            "Does every variant learn CartPole-v1? (learn preset)",
+            by_experiment["learn"],
+            lambda rs: plot_learn(rs, out, ratios, learning, learning_pairs),
+        ),
     ]
     lines = header(runs, failures, directory)
     for title, section_runs, draw in sections:
@@ -686,10 +873,20 @@ def report(runs, failures, directory: Path, out: Path) -> None:
         lines += draw(section_runs) if section_runs else ["No runs for this section."]
         lines.append("")
     write_atomic(out / "summary.md", "\n".join(lines))
-    write_atomic(out / "summary.json", json.dumps({
-        "device": runs[0].record["device"], "confidence": CONFIDENCE, "min_blocks": MIN_BLOCKS,
-        "ratios": [{k: v for k, v in r.items() if k != "blocks"} for r in ratios], "learning": learning,
-        "learning_pairs": learning_pairs}, indent=1))
+    write_atomic(
+        out / "summary.json",
+        json.dumps(
+            {
+                "device": runs[0].record["device"],
+                "confidence": CONFIDENCE,
+                "min_blocks": MIN_BLOCKS,
+                "ratios": [{k: v for k, v in r.items() if k != "blocks"} for r in ratios],
+                "learning": learning,
+                "learning_pairs": learning_pairs,
+            },
+            indent=1,
+        ),
+    )
     print(f"wrote {out / 'summary.md'}, summary.json and {sum((out / name).exists() for name in FIGURES)} figures")
 
 

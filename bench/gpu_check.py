@@ -24,11 +24,26 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 from sync_traps import HostSync, trapped_host_reads  # noqa: E402
 
-SCRIPTS = {"jax_linen": "ppo_jax_linen.py", "jax_nnx": "ppo_jax_nnx.py", "jax_equinox": "ppo_jax_equinox.py",
-           "linen_nojit": "ppo_linen_nojit.py", "torch": "ppo_torch.py", "torch_compile": "ppo_torch_compile.py"}
+SCRIPTS = {
+    "jax_linen": "ppo_jax_linen.py",
+    "jax_nnx": "ppo_jax_nnx.py",
+    "jax_equinox": "ppo_jax_equinox.py",
+    "linen_nojit": "ppo_linen_nojit.py",
+    "torch": "ppo_torch.py",
+    "torch_compile": "ppo_torch_compile.py",
+}
 # Short but whole iterations: rollout, GAE, epochs of minibatch updates.
-SHORT = dict(env_id="CartPole-v1", hidden="64,64", num_envs=32, num_steps=32, num_minibatches=4, update_epochs=2,
-             total_timesteps=3 * 32 * 32, tensorboard=False, quiet=True)
+SHORT = dict(
+    env_id="CartPole-v1",
+    hidden="64,64",
+    num_envs=32,
+    num_steps=32,
+    num_minibatches=4,
+    update_epochs=2,
+    total_timesteps=3 * 32 * 32,
+    tensorboard=False,
+    quiet=True,
+)
 
 
 def load(variant: str):
@@ -72,8 +87,13 @@ def check(variant: str, expect_gpu: bool) -> dict:
         return row
     devices = record["devices"]
     on_gpu = all(not d.startswith(("cpu", "TFRT_CPU")) for d in devices.values())
-    row.update({"devices": ", ".join(f"{k} {v}" for k, v in devices.items()),
-                "compiles after 0": record["compiles_after_first_iteration"], "host syncs": len(trapped)})
+    row.update(
+        {
+            "devices": ", ".join(f"{k} {v}" for k, v in devices.items()),
+            "compiles after 0": record["compiles_after_first_iteration"],
+            "host syncs": len(trapped),
+        }
+    )
     problems = []
     if on_gpu != expect_gpu:
         problems.append("on the CPU though a GPU is visible" if expect_gpu else "on a GPU no framework reported")
@@ -93,13 +113,18 @@ def main(argv=None) -> int:
     variants = [v for v in args.variants.split(",") if v]
     unknown = [v for v in variants if v not in SCRIPTS]
     if unknown or not variants:
-        print(f"error: unknown variant(s) {', '.join(unknown) or '(none given)'}; valid: {', '.join(SCRIPTS)}", file=sys.stderr)
+        print(
+            f"error: unknown variant(s) {', '.join(unknown) or '(none given)'}; valid: {', '.join(SCRIPTS)}", file=sys.stderr
+        )
         return 2
     os.environ.setdefault("TORCH_COMPILE_FORCE_DISABLE_CACHES", "1")
     seen = gpu_visible()
     expect_gpu = any(seen.values())
-    print(f"gpu-check: GPU visible to {', '.join(k for k, v in seen.items() if v) or 'no framework'}; "
-          f"expecting every run on the {'GPU' if expect_gpu else 'CPU'}", flush=True)
+    print(
+        f"gpu-check: GPU visible to {', '.join(k for k, v in seen.items() if v) or 'no framework'}; "
+        f"expecting every run on the {'GPU' if expect_gpu else 'CPU'}",
+        flush=True,
+    )
     rows = []
     for variant in variants:
         print(f"  {variant} ...", flush=True)
@@ -109,7 +134,10 @@ def main(argv=None) -> int:
     for row in rows:
         print("| " + " | ".join(str(row[k]) for k in header) + " |")
     failed = [r["variant"] for r in rows if r["result"] != "ok"]
-    print(f"gpu-check: {len(rows) - len(failed)} of {len(rows)} variants pass" + (f"; failed: {', '.join(failed)}" if failed else ""))
+    print(
+        f"gpu-check: {len(rows) - len(failed)} of {len(rows)} variants pass"
+        + (f"; failed: {', '.join(failed)}" if failed else "")
+    )
     return 1 if failed else 0
 
 

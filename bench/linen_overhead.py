@@ -45,6 +45,7 @@ class Options:
 
 def plain_iteration_fn(env, env_params, hidden, num_actions, a: ppo_jax_linen.Args):
     """Build a single-jit PPO iteration; returns (init, jitted step)."""
+
     class MLP(nn.Module):
         out: int
         gain: float
@@ -89,7 +90,9 @@ def plain_iteration_fn(env, env_params, hidden, num_actions, a: ppo_jax_linen.Ar
             boot = critic.apply(params["critic"], info["final_observation"])[:, 0]
             return (state, nobs, key), (obs, act, logp, v, r, term, jnp.logical_or(term, trunc), boot)
 
-        (state, obs, key), (o, act, logp, v, r, term, done, boot) = jax.lax.scan(env_step, (state, obs, key), None, a.num_steps)
+        (state, obs, key), (o, act, logp, v, r, term, done, boot) = jax.lax.scan(
+            env_step, (state, obs, key), None, a.num_steps
+        )
 
         def gae(next_adv, x):
             r, v, boot, term, done = x
@@ -142,8 +145,14 @@ def time_plain(env, env_params, hidden, args, iterations):
 
 
 def main(opts: Options):
-    args = ppo_jax_linen.Args(env_id=opts.env_id, hidden=opts.hidden, tensorboard=False, quiet=True,
-                              total_timesteps=opts.iterations * 32 * 256, anneal_lr=False)
+    args = ppo_jax_linen.Args(
+        env_id=opts.env_id,
+        hidden=opts.hidden,
+        tensorboard=False,
+        quiet=True,
+        total_timesteps=opts.iterations * 32 * 256,
+        anneal_lr=False,
+    )
     hidden, env, env_params, _ = ppo_jax_linen.check_args(args)
     plain, script = [], []
     with jax.default_matmul_precision("highest"):
@@ -153,11 +162,22 @@ def main(opts: Options):
             script.append(statistics.median(record["iteration_durations"][1:]))
             plain.append(time_plain(env, env_params, hidden, args, opts.iterations))
     ratio = min(script) / min(plain)
-    result = {"env_id": opts.env_id, "hidden": list(hidden), "iterations": opts.iterations,
-              "device": record["device"], "cpu_count": os.cpu_count(), "versions": record["versions"],
-              "git_commit": record["git_commit"], "plain_s": plain, "script_s": script, "ratio": ratio}
-    print(f"steady seconds per iteration, best of {opts.rounds}: plain single-jit {min(plain):.4f}, "
-          f"ppo_jax_linen.py {min(script):.4f}; ratio {ratio:.3f}")
+    result = {
+        "env_id": opts.env_id,
+        "hidden": list(hidden),
+        "iterations": opts.iterations,
+        "device": record["device"],
+        "cpu_count": os.cpu_count(),
+        "versions": record["versions"],
+        "git_commit": record["git_commit"],
+        "plain_s": plain,
+        "script_s": script,
+        "ratio": ratio,
+    }
+    print(
+        f"steady seconds per iteration, best of {opts.rounds}: plain single-jit {min(plain):.4f}, "
+        f"ppo_jax_linen.py {min(script):.4f}; ratio {ratio:.3f}"
+    )
     if opts.out:
         ppo_jax_linen.write_json_atomic(opts.out, result)
 

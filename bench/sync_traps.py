@@ -47,6 +47,7 @@ def trapped_host_reads(torch_too: bool = False, scalar_reads: bool = True):
                 trapped.append(what)
                 raise HostSync(f"{what} inside a timed iteration: a host sync on a GPU")
             return original(self, *args, **kwargs)
+
         return guarded
 
     def patch(owner, name, value):
@@ -54,7 +55,9 @@ def trapped_host_reads(torch_too: bool = False, scalar_reads: bool = True):
         setattr(owner, name, value)
 
     array_type = type(jnp.zeros(1))
-    patch(array_type, "_value", property(trap("jax.Array read (float, int, bool, tolist, device_get)", array_type._value.fget)))
+    patch(
+        array_type, "_value", property(trap("jax.Array read (float, int, bool, tolist, device_get)", array_type._value.fget))
+    )
     for name in ("__array__", "item"):
         patch(array_type, name, trap(f"jax.Array.{name}", getattr(array_type, name)))
     with contextlib.ExitStack() as stack:

@@ -96,12 +96,17 @@ def sampler_statistics(samples) -> dict:
         if inside.sum() >= 100:
             n, mean_p, frequency = int(inside.sum()), float(p[inside].mean()), float(hit[inside].mean())
             z = (frequency - mean_p) / np.sqrt(max(np.mean(p[inside] * (1 - p[inside])), 1e-12) / n)
-            bins.append({"bin": [float(low), float(high)], "n": n, "mean_probability": mean_p, "frequency": frequency,
-                         "z": float(z)})
+            bins.append(
+                {"bin": [float(low), float(high)], "n": n, "mean_probability": mean_p, "frequency": frequency, "z": float(z)}
+            )
     residual = ((chosen - probs) / (probs * (1 - probs)).clamp_min(1e-6).sqrt())[..., 0].numpy()  # action 0's
-    return {"draws": int(actions.numel()), "bins": bins, "max_abs_z": max(abs(b["z"]) for b in bins),
-            "lag1_correlation": float(np.mean(residual[1:] * residual[:-1]) / np.mean(residual**2)),
-            "cross_env_correlation": float(np.mean(residual[:, 1:] * residual[:, :-1]) / np.mean(residual**2))}
+    return {
+        "draws": int(actions.numel()),
+        "bins": bins,
+        "max_abs_z": max(abs(b["z"]) for b in bins),
+        "lag1_correlation": float(np.mean(residual[1:] * residual[:-1]) / np.mean(residual**2)),
+        "cross_env_correlation": float(np.mean(residual[:, 1:] * residual[:, :-1]) / np.mean(residual**2)),
+    }
 
 
 def main(argv=None) -> int:
@@ -131,16 +136,23 @@ def main(argv=None) -> int:
             perm = torch.randperm(batch_size, device=batch.advantage.device)
             for start in range(0, batch_size, minibatch_size):
                 index = perm[start : start + minibatch_size]
-                differ = int((clip_sides(agent, batch, index, run_args) != clip_sides(eager_agent, batch, index, run_args)).sum())
+                differ = int(
+                    (clip_sides(agent, batch, index, run_args) != clip_sides(eager_agent, batch, index, run_args)).sum()
+                )
                 if differ and before_first_flip is None:
                     before_first_flip = difference
                 flips += differ
                 metrics = metrics + learn_minibatch(batch, index)
                 compiled.minibatch_step(eager_agent, eager_optimizer, batch, index, run_args)
                 difference = relative(agent.parameters(), eager_agent.parameters())
-        per_iteration.append({"learning_rate": float(lr), "parameters_rel_diff": difference,
-                              "parameters_rel_diff_before_first_flip": difference if before_first_flip is None else before_first_flip,
-                              "clip_side_flips": flips})
+        per_iteration.append(
+            {
+                "learning_rate": float(lr),
+                "parameters_rel_diff": difference,
+                "parameters_rel_diff_before_first_flip": difference if before_first_flip is None else before_first_flip,
+                "clip_side_flips": flips,
+            }
+        )
         return dict(zip(compiled.LOSS_METRICS, metrics / (run_args.update_epochs * run_args.num_minibatches)))
 
     def checked_rollout(runner, act, *rest):
@@ -155,12 +167,19 @@ def main(argv=None) -> int:
         return rollout(runner, checked_act, *rest)
 
     compiled.update, compiled.rollout = update, checked_rollout
-    run_args = compiled.Args(seed=args.seed, cuda=False, tensorboard=False, quiet=True,
-                             total_timesteps=args.iterations * compiled.Args.num_envs * compiled.Args.num_steps)
+    run_args = compiled.Args(
+        seed=args.seed,
+        cuda=False,
+        tensorboard=False,
+        quiet=True,
+        total_timesteps=args.iterations * compiled.Args.num_envs * compiled.Args.num_steps,
+    )
     record = compiled.train(run_args)
     schedule = [run_args.learning_rate * (1 - i / args.iterations) for i in range(args.iterations)]
     result = {
-        "seed": args.seed, "iterations": args.iterations, "final_return": record["final_return"],
+        "seed": args.seed,
+        "iterations": args.iterations,
+        "final_return": record["final_return"],
         "max_parameters_rel_diff_before_first_flip": max(r["parameters_rel_diff_before_first_flip"] for r in per_iteration),
         "median_parameters_rel_diff": float(np.median([r["parameters_rel_diff"] for r in per_iteration])),
         "iterations_with_flips": sum(r["clip_side_flips"] > 0 for r in per_iteration),
@@ -169,13 +188,15 @@ def main(argv=None) -> int:
         "per_iteration": per_iteration,
     }
     sampler = result["sampler"]
-    print(f"seed {args.seed}: final_return {record['final_return']:.1f}. Each update beside ppo_torch.py's eager one from "
-          f"the same start: parameters at most {result['max_parameters_rel_diff_before_first_flip']:.1e} apart (relative L2) "
-          f"until a sample's clip side differs between the two ({result['iterations_with_flips']} of {args.iterations} "
-          f"updates), {result['median_parameters_rel_diff']:.1e} at the median update's end. Learning rate off the "
-          f"schedule by at most {result['max_learning_rate_rel_error']:.1e}. Sampler: {sampler['draws']} draws, largest "
-          f"|z| over probability bins {sampler['max_abs_z']:.2f}, residual correlation step to step "
-          f"{sampler['lag1_correlation']:+.4f}, env to env {sampler['cross_env_correlation']:+.4f}.")
+    print(
+        f"seed {args.seed}: final_return {record['final_return']:.1f}. Each update beside ppo_torch.py's eager one from "
+        f"the same start: parameters at most {result['max_parameters_rel_diff_before_first_flip']:.1e} apart (relative L2) "
+        f"until a sample's clip side differs between the two ({result['iterations_with_flips']} of {args.iterations} "
+        f"updates), {result['median_parameters_rel_diff']:.1e} at the median update's end. Learning rate off the "
+        f"schedule by at most {result['max_learning_rate_rel_error']:.1e}. Sampler: {sampler['draws']} draws, largest "
+        f"|z| over probability bins {sampler['max_abs_z']:.2f}, residual correlation step to step "
+        f"{sampler['lag1_correlation']:+.4f}, env to env {sampler['cross_env_correlation']:+.4f}."
+    )
     if args.out:
         directory = os.path.dirname(os.path.abspath(args.out))
         os.makedirs(directory, exist_ok=True)

@@ -58,23 +58,46 @@ def summary(directory: Path, learn: Path) -> str:
     for name, returns in settings.items():
         if len(returns) < plot.MIN_BLOCKS:
             continue
-        (pi, low, high), = plot.probability_of_improvement({name: returns, "eager": eager}, [(name, "eager")]).values()
+        ((pi, low, high),) = plot.probability_of_improvement({name: returns, "eager": eager}, [(name, "eager")]).values()
         difference = plot.collapse_difference(returns, eager)
         below = int(np.sum(np.array(returns) < plot.COLLAPSED))
-        rows.append([name, len(returns), plot.fmt(np.mean(returns), 4), f"{below}/{len(returns)}",
-                     plot.with_interval(pi, low, high, 2), plot.with_interval(*difference, 2)])
+        rows.append(
+            [
+                name,
+                len(returns),
+                plot.fmt(np.mean(returns), 4),
+                f"{below}/{len(returns)}",
+                plot.with_interval(pi, low, high, 2),
+                plot.with_interval(*difference, 2),
+            ]
+        )
     n_below = int(np.sum(np.array(eager) < plot.COLLAPSED))
-    header = (f"Eager torch (ppo_torch.py): {len(eager)} seeds, mean {np.mean(eager):.1f}, {n_below}/{len(eager)} below "
-              f"{plot.COLLAPSED}. Each row: the runs with those parts compiled, against eager torch; intervals 95% bootstrap.\n\n")
-    return header + plot.table(["setting", "seeds", "mean final_return", f"below {plot.COLLAPSED}",
-                                "P(setting > eager)", f"share below {plot.COLLAPSED}: setting - eager"], rows)
+    header = (
+        f"Eager torch (ppo_torch.py): {len(eager)} seeds, mean {np.mean(eager):.1f}, {n_below}/{len(eager)} below "
+        f"{plot.COLLAPSED}. Each row: the runs with those parts compiled, against eager torch; intervals 95% bootstrap.\n\n"
+    )
+    return header + plot.table(
+        [
+            "setting",
+            "seeds",
+            "mean final_return",
+            f"below {plot.COLLAPSED}",
+            "P(setting > eager)",
+            f"share below {plot.COLLAPSED}: setting - eager",
+        ],
+        rows,
+    )
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--summary", type=Path, help="summarize the records under this directory instead of running")
-    parser.add_argument("--learn", type=Path, default=ROOT / "results/records/learn/learn",
-                        help="with --summary: the learn preset's records (torch__*.json, torch_compile__*.json)")
+    parser.add_argument(
+        "--learn",
+        type=Path,
+        default=ROOT / "results/records/learn/learn",
+        help="with --summary: the learn preset's records (torch__*.json, torch_compile__*.json)",
+    )
     parser.add_argument("--parts", help=f"comma-separated, from {', '.join(PARTS)}; or none")
     parser.add_argument("--seeds", default="1-32", help="e.g. 1-32 or 1,5,9")
     parser.add_argument("--out", default="results/torch_compile_parts")
@@ -126,8 +149,10 @@ def main(argv=None) -> int:
         with os.fdopen(fd, "w") as f:
             json.dump(record, f)
         os.replace(tmp, path)
-        print(f"parts {args.parts} seed {seed}: final_return {record['final_return']:.1f} "
-              f"({time.perf_counter() - began:.0f} s)", flush=True)
+        print(
+            f"parts {args.parts} seed {seed}: final_return {record['final_return']:.1f} ({time.perf_counter() - began:.0f} s)",
+            flush=True,
+        )
     return 0
 
 

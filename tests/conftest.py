@@ -73,6 +73,7 @@ def tensorboard_events(run_dir: Path):
     events.Reload()
     return events
 
+
 _modules = {}
 
 
@@ -91,8 +92,14 @@ def load(variant: str):
 def run_script(variant: str, *flags: str, cwd: Path, timeout: float = 600):
     """Run a variant's CLI in `cwd`; returns the CompletedProcess."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    return subprocess.run([sys.executable, str(ROOT / SCRIPTS[variant]), *flags], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, str(ROOT / SCRIPTS[variant]), *flags],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def read_json(path: Path) -> dict:
@@ -125,13 +132,16 @@ def to_native(variant: str, x):
     """A NumPy array as the variant's framework array (on the CPU)."""
     if variant.startswith("torch"):
         import torch
+
         return torch.as_tensor(x)
     import jax.numpy as jnp
+
     return jnp.asarray(x)
 
 
 def to_numpy(x):
     import numpy as np
+
     return x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
 
 
@@ -143,8 +153,10 @@ def loss_and_output_grads(variant: str, module, logits, value, mb, args):
         loss.backward()
         return loss, info, (logits.grad, value.grad)
     import jax
-    (loss, info), grads = jax.value_and_grad(lambda l, v: module.ppo_loss(l, v, mb, args), argnums=(0, 1),
-                                             has_aux=True)(logits, value)
+
+    (loss, info), grads = jax.value_and_grad(lambda l, v: module.ppo_loss(l, v, mb, args), argnums=(0, 1), has_aux=True)(
+        logits, value
+    )
     return loss, info, grads
 
 
@@ -192,7 +204,6 @@ def smoke():
 def learned():
     """learned(variant) -> the same, for a run of the default config."""
     return lambda variant: _runs["learned", variant].result()
-
 
 
 sys.path.insert(0, str(ROOT / "bench"))

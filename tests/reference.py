@@ -27,8 +27,7 @@ def gae_loop(rewards, values, bootstrap_values, terminated, truncated, gamma, la
     return advantages, advantages + values
 
 
-def ppo_loss_loop(logits, value, action, old_logprob, old_value, advantage, ret,
-                  clip_coef, clip_vloss, ent_coef, vf_coef):
+def ppo_loss_loop(logits, value, action, old_logprob, old_value, advantage, ret, clip_coef, clip_vloss, ent_coef, vf_coef):
     n = len(action)
     mean = sum(advantage) / n
     std = math.sqrt(sum((a - mean) ** 2 for a in advantage) / n)  # population std, as in the scripts
@@ -50,5 +49,11 @@ def ppo_loss_loop(logits, value, action, old_logprob, old_value, advantage, ret,
         kl += ((ratio - 1) - logratio) / n
         clipped += (abs(ratio - 1) > clip_coef) / n
     loss = pg - ent_coef * ent + vf_coef * vl
-    return loss, {"policy_loss": pg, "value_loss": vl, "entropy": ent, "old_approx_kl": old_kl,
-                  "approx_kl": kl, "clipfrac": clipped}
+    return loss, {
+        "policy_loss": pg,
+        "value_loss": vl,
+        "entropy": ent,
+        "old_approx_kl": old_kl,
+        "approx_kl": kl,
+        "clipfrac": clipped,
+    }

@@ -23,23 +23,32 @@ FAKE = ROOT / "tests" / "fixtures" / "fake_variant.py"
 
 
 def sweep(*flags, env=None, timeout=600):
-    return subprocess.run(["bash", str(BENCHMARK), *flags], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "PYTHON": sys.executable, **(env or {})})
+    return subprocess.run(
+        ["bash", str(BENCHMARK), *flags],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHON": sys.executable, **(env or {})},
+    )
 
 
 def fake_python(tmp_path: Path) -> str:
     """An interpreter for benchmark.sh that runs the fake variant in place of any ppo_*.py script."""
     wrapper = tmp_path / "fake-python"
-    wrapper.write_text(f'#!/bin/sh\ncase "$1" in */ppo_*.py) exec "{sys.executable}" "{FAKE}" "$@";; esac\n'
-                       f'exec "{sys.executable}" "$@"\n')
+    wrapper.write_text(
+        f'#!/bin/sh\ncase "$1" in */ppo_*.py) exec "{sys.executable}" "{FAKE}" "$@";; esac\nexec "{sys.executable}" "$@"\n'
+    )
     wrapper.chmod(0o755)
     return str(wrapper)
 
 
 def run_files(out: Path) -> dict:
     """{name relative to out: record} of every run JSON; fails on a file that does not parse."""
-    return {str(p.relative_to(out)): json.loads(p.read_text()) for p in out.rglob("*.json")
-            if p.name != "env_cost.json" and not p.name.startswith(".")}
+    return {
+        str(p.relative_to(out)): json.loads(p.read_text())
+        for p in out.rglob("*.json")
+        if p.name != "env_cost.json" and not p.name.startswith(".")
+    }
 
 
 def summary(stdout: str) -> tuple[int, int, int]:
@@ -52,8 +61,7 @@ FAKE_PLAN = ["--preset", "quick", "--experiments", "scaling", "--variants", "jax
 
 
 def expected_fake_names(repeats):
-    return {f"scaling/jax_linen__CartPole-v1__s__n{n:04d}__seed{seed}.json" for n in (8, 32)
-            for seed in range(1, repeats + 1)}
+    return {f"scaling/jax_linen__CartPole-v1__s__n{n:04d}__seed{seed}.json" for n in (8, 32) for seed in range(1, repeats + 1)}
 
 
 def test_dry_run_plans_the_issue_sweeps_and_writes_nothing(tmp_path):
@@ -71,30 +79,48 @@ def test_dry_run_plans_the_issue_sweeps_and_writes_nothing(tmp_path):
     learn = sweep("--preset", "learn", "--dry-run", "--out", str(out))
     planned = re.findall(r"learn/(\w+)__CartPole-v1__s__seed(\d+)", learn.stdout)
     for v in VARIANTS:  # rliable's statistics need many seeds; linen_nojit's take 37 minutes each here
-        assert sorted(int(seed) for variant, seed in planned if variant == v) == list(range(1, 4 if v == "linen_nojit" else 11))
+        assert sorted(int(seed) for variant, seed in planned if variant == v) == list(
+            range(1, 4 if v == "linen_nojit" else 11)
+        )
     assert not out.exists()
 
 
 def test_each_block_runs_every_variant_back_to_back_in_a_rotating_order(tmp_path):
-    plan = sweep("--preset", "cpu", "--experiments", "overall,compile", "--envs", "CartPole-v1", "--sizes", "s",
-                 "--dry-run", "--out", str(tmp_path / "out")).stdout
+    plan = sweep(
+        "--preset",
+        "cpu",
+        "--experiments",
+        "overall,compile",
+        "--envs",
+        "CartPole-v1",
+        "--sizes",
+        "s",
+        "--dry-run",
+        "--out",
+        str(tmp_path / "out"),
+    ).stdout
     runs = re.findall(r"(overall|compile)/([\w+]+)__CartPole-v1__s__seed(\d+)", plan)
     blocks = [[v for e, v, s in group] for _, group in itertools.groupby(runs, key=lambda r: (r[0], r[2]))]
     fast = [v for v in VARIANTS if v != "linen_nojit"]
     assert [sorted(b) for b in blocks[:3]] == [sorted(VARIANTS)] + [sorted(fast)] * 2  # linen_nojit: one seed
     assert len({b[0] for b in blocks[:3]}) == 3  # a different variant opens each block
     assert blocks[3:] == [["jax_nnx", "jax_nnx+nocache"], ["jax_nnx+nocache", "jax_nnx"], ["jax_nnx", "jax_nnx+nocache"]]
-    assert "overall/linen_nojit__CartPole-v1__s__seed1  --num-envs 32 --num-steps 256 --num-minibatches 8 " \
-           f"--update-epochs 10 --total-timesteps {5 * 32 * 256}" in plan  # its 5 iterations
+    assert (
+        "overall/linen_nojit__CartPole-v1__s__seed1  --num-envs 32 --num-steps 256 --num-minibatches 8 "
+        f"--update-epochs 10 --total-timesteps {5 * 32 * 256}" in plan
+    )  # its 5 iterations
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--preset", "huge"], "unknown preset"),
-    (["--variants", "jax_linen,tensorflow"], "unknown value 'tensorflow'"),
-    (["--sizes", "xl"], "unknown value 'xl'"),
-    (["--repeats", "0"], "--repeats must be a positive integer"),
-    (["--bogus"], "unknown argument"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--preset", "huge"], "unknown preset"),
+        (["--variants", "jax_linen,tensorflow"], "unknown value 'tensorflow'"),
+        (["--sizes", "xl"], "unknown value 'xl'"),
+        (["--repeats", "0"], "--repeats must be a positive integer"),
+        (["--bogus"], "unknown argument"),
+    ],
+)
 def test_bad_arguments_exit_2_with_a_message(flags, message, tmp_path):
     proc = sweep(*flags, "--dry-run", "--out", str(tmp_path / "out"))
     assert proc.returncode == 2 and message in proc.stderr
@@ -120,8 +146,12 @@ def test_quick_preset_produces_every_file_then_resumes_and_plots(tmp_path):
     out, v = tmp_path / "quick", QUICK_VARIANT
     proc = sweep("--preset", "quick", "--out", str(out), "--variants", v)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    expected = {f"overall/{v}__CartPole-v1__s__seed1.json", f"sync/{v}__CartPole-v1__s__seed1.json",
-                f"scaling/{v}__CartPole-v1__s__n0008__seed1.json", f"scaling/{v}__CartPole-v1__s__n0032__seed1.json"}
+    expected = {
+        f"overall/{v}__CartPole-v1__s__seed1.json",
+        f"sync/{v}__CartPole-v1__s__seed1.json",
+        f"scaling/{v}__CartPole-v1__s__n0008__seed1.json",
+        f"scaling/{v}__CartPole-v1__s__n0032__seed1.json",
+    }
     records = run_files(out)
     assert set(records) == expected
     for name, record in records.items():
@@ -155,8 +185,9 @@ def test_killed_sweep_resumes_with_every_run_exactly_once(tmp_path):
 
     def start_and_kill(after: int, kill):
         """Start the sweep, wait until `after` runs have written their JSON, then kill it."""
-        proc = subprocess.Popen(flags, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            flags, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
         deadline = time.monotonic() + 120
         while len(run_files(out)) < after and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -210,7 +241,10 @@ def test_failing_runs_are_recorded_and_the_sweep_goes_on(tmp_path):
             assert record["seed"] == seed and record["variant"] == "jax_linen" and record["timeout_s"] == 2
             assert record["command"][1].endswith("ppo_jax_linen.py") and "--json-out" in record["command"]
     assert all("RuntimeError: fake crash of seed 2" in r["stderr_tail"] for r in by_seed[2])
-    assert "FAILED (crash, exit code 1)" in proc.stdout and "failed: scaling/jax_linen__CartPole-v1__s__n0032__seed4" in proc.stdout
+    assert (
+        "FAILED (crash, exit code 1)" in proc.stdout
+        and "failed: scaling/jax_linen__CartPole-v1__s__n0032__seed4" in proc.stdout
+    )
 
     # A rerun keeps the failure records; --retry-failed runs them again (now without faults).
     again = sweep(*flags, env={"PYTHON": env["PYTHON"]})
@@ -232,13 +266,22 @@ def test_gpu_check_runs_every_variant_with_every_check_and_prints_one_table():
 
 def test_gpu_check_fails_on_a_host_sync():
     """A variant that reads a tensor back inside its timed iteration (torch's GAE, patched) fails the check."""
-    proc = subprocess.run([sys.executable, "-c", f"""
-import sys; sys.path.insert(0, {str(ROOT / 'bench')!r}); import gpu_check
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"""
+import sys; sys.path.insert(0, {str(ROOT / "bench")!r}); import gpu_check
 module = gpu_check.load("torch")
 gae = module.compute_gae
 module.compute_gae = lambda r, *a: (r.sum().item(), gae(r, *a))[1]
 gpu_check.load = lambda variant: module
 sys.exit(gpu_check.main(["--variants", "torch"]))
-"""], capture_output=True, text=True, timeout=600)
+""",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr[-2000:]
     assert "FAIL: Tensor.item inside a timed iteration" in proc.stdout and "0 of 1 variants pass; failed: torch" in proc.stdout

@@ -11,15 +11,46 @@ import pytest
 from conftest import JIT_VARIANTS, ROOT, load, read_json, run_script, tensorboard_events
 
 SCHEMA_KEYS = {
-    "schema_version", "variant", "status", "env_id", "hidden", "seed", "args", "device", "devices", "gpu", "host", "versions",
-    "git_commit", "matmul_precision", "param_count", "env_steps", "grad_steps", "sync_timing",
-    "setup_duration", "iteration_durations", "rollout_durations", "update_durations", "total_duration",
-    "compiles_after_first_iteration", "episodic_return", "final_return", "timestamp",
+    "schema_version",
+    "variant",
+    "status",
+    "env_id",
+    "hidden",
+    "seed",
+    "args",
+    "device",
+    "devices",
+    "gpu",
+    "host",
+    "versions",
+    "git_commit",
+    "matmul_precision",
+    "param_count",
+    "env_steps",
+    "grad_steps",
+    "sync_timing",
+    "setup_duration",
+    "iteration_durations",
+    "rollout_durations",
+    "update_durations",
+    "total_duration",
+    "compiles_after_first_iteration",
+    "episodic_return",
+    "final_return",
+    "timestamp",
 }
 TENSORBOARD_TAGS = {
-    "charts/episodic_return", "charts/episodic_length", "charts/learning_rate", "charts/SPS",
-    "losses/value_loss", "losses/policy_loss", "losses/entropy", "losses/old_approx_kl",
-    "losses/approx_kl", "losses/clipfrac", "losses/explained_variance",
+    "charts/episodic_return",
+    "charts/episodic_length",
+    "charts/learning_rate",
+    "charts/SPS",
+    "losses/value_loss",
+    "losses/policy_loss",
+    "losses/entropy",
+    "losses/old_approx_kl",
+    "losses/approx_kl",
+    "losses/clipfrac",
+    "losses/explained_variance",
 }
 
 
@@ -27,8 +58,21 @@ def mlp_params(sizes):
     return sum(i * o + o for i, o in zip(sizes[:-1], sizes[1:]))
 
 
-def check_record(record, variant, *, env_id, hidden, seed, iterations, batch, grad_steps_per_iteration,
-                 sync_timing, obs_dim, num_actions, episodes_finish=True):
+def check_record(
+    record,
+    variant,
+    *,
+    env_id,
+    hidden,
+    seed,
+    iterations,
+    batch,
+    grad_steps_per_iteration,
+    sync_timing,
+    obs_dim,
+    num_actions,
+    episodes_finish=True,
+):
     assert set(record) == SCHEMA_KEYS
     module = load(variant)
     assert record["schema_version"] == 1
@@ -79,8 +123,19 @@ def test_cli_smoke_run_writes_schema_1_json_and_tensorboard(variant, smoke):
     assert proc.returncode == 0, proc.stderr
     progress = [line for line in proc.stdout.splitlines() if line.startswith("iteration ")]
     assert len(progress) == 3 and "SPS" in progress[0] and "return" in progress[0]
-    check_record(read_json(out), variant, env_id="CartPole-v1", hidden=(32, 16), seed=3, iterations=3, batch=256,
-                 grad_steps_per_iteration=8, sync_timing=False, obs_dim=4, num_actions=2)
+    check_record(
+        read_json(out),
+        variant,
+        env_id="CartPole-v1",
+        hidden=(32, 16),
+        seed=3,
+        iterations=3,
+        batch=256,
+        grad_steps_per_iteration=8,
+        sync_timing=False,
+        obs_dim=4,
+        num_actions=2,
+    )
     assert [p.name for p in out.parent.iterdir()] == ["result.json"]  # no temporary file left behind
 
     (run_dir,) = (cwd / "runs").iterdir()
@@ -93,12 +148,35 @@ def test_cli_smoke_run_writes_schema_1_json_and_tensorboard(variant, smoke):
 def test_sync_timing_times_rollout_and_update_separately(variant, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     module = load(variant)
-    args = module.Args(env_id="Acrobot-v1", cuda=False, tensorboard=False, quiet=True, sync_timing=True, hidden="16",
-                       num_envs=4, num_steps=16, num_minibatches=2, update_epochs=1, total_timesteps=4 * 16 * 3)
+    args = module.Args(
+        env_id="Acrobot-v1",
+        cuda=False,
+        tensorboard=False,
+        quiet=True,
+        sync_timing=True,
+        hidden="16",
+        num_envs=4,
+        num_steps=16,
+        num_minibatches=2,
+        update_epochs=1,
+        total_timesteps=4 * 16 * 3,
+    )
     record = module.train(args)
     # An untrained Acrobot episode lasts 500 steps: none finishes in 48, so every return is null.
-    check_record(record, variant, env_id="Acrobot-v1", hidden=(16,), seed=1, iterations=3, batch=64,
-                 grad_steps_per_iteration=2, sync_timing=True, obs_dim=6, num_actions=3, episodes_finish=False)
+    check_record(
+        record,
+        variant,
+        env_id="Acrobot-v1",
+        hidden=(16,),
+        seed=1,
+        iterations=3,
+        batch=64,
+        grad_steps_per_iteration=2,
+        sync_timing=True,
+        obs_dim=6,
+        num_actions=3,
+        episodes_finish=False,
+    )
     assert list(tmp_path.iterdir()) == []  # --no-tensorboard and no --json-out: nothing written
 
 
@@ -108,8 +186,18 @@ def test_weakly_typed_env_state_does_not_recompile_the_iteration(variant, tmp_pa
     must not see the state's types change between iterations 0 and 1."""
     monkeypatch.chdir(tmp_path)
     module = load(variant)
-    args = module.Args(env_id="MountainCar-v0", cuda=False, tensorboard=False, quiet=True, hidden="16", num_envs=4,
-                       num_steps=16, num_minibatches=2, update_epochs=1, total_timesteps=4 * 16 * 2)
+    args = module.Args(
+        env_id="MountainCar-v0",
+        cuda=False,
+        tensorboard=False,
+        quiet=True,
+        hidden="16",
+        num_envs=4,
+        num_steps=16,
+        num_minibatches=2,
+        update_epochs=1,
+        total_timesteps=4 * 16 * 2,
+    )
     assert module.train(args)["compiles_after_first_iteration"] == 0
 
 

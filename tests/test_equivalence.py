@@ -26,18 +26,33 @@ def test_every_variant_does_the_same_work_with_the_same_network(smoke):
 def test_loss_and_its_output_gradients_agree_across_variants():
     rng = np.random.default_rng(7)
     n, num_actions = 128, 4
-    arrays = dict(logits=rng.normal(size=(n, num_actions)), value=rng.normal(size=n),
-                  obs=np.zeros((n, 3)), logprob=rng.normal(-1.4, 0.3, size=n), old_value=rng.normal(size=n),
-                  advantage=rng.normal(size=n), returns=rng.normal(size=n))
+    arrays = dict(
+        logits=rng.normal(size=(n, num_actions)),
+        value=rng.normal(size=n),
+        obs=np.zeros((n, 3)),
+        logprob=rng.normal(-1.4, 0.3, size=n),
+        old_value=rng.normal(size=n),
+        advantage=rng.normal(size=n),
+        returns=rng.normal(size=n),
+    )
     arrays = {k: v.astype(np.float32) for k, v in arrays.items()}
     action = rng.integers(0, num_actions, size=n)
     results = {}
     for variant in VARIANTS:
         module, native = load(variant), (lambda x, v=variant: to_native(v, x))
-        mb = make_batch(variant, module, obs=arrays["obs"], action=action, logprob=arrays["logprob"],
-                        value=arrays["old_value"], advantage=arrays["advantage"], returns=arrays["returns"])
-        loss, info, grads = loss_and_output_grads(variant, module, native(arrays["logits"]), native(arrays["value"]),
-                                                  mb, module.Args())
+        mb = make_batch(
+            variant,
+            module,
+            obs=arrays["obs"],
+            action=action,
+            logprob=arrays["logprob"],
+            value=arrays["old_value"],
+            advantage=arrays["advantage"],
+            returns=arrays["returns"],
+        )
+        loss, info, grads = loss_and_output_grads(
+            variant, module, native(arrays["logits"]), native(arrays["value"]), mb, module.Args()
+        )
         assert sorted(info) == ["approx_kl", "clipfrac", "entropy", "old_approx_kl", "policy_loss", "value_loss"]
         results[variant] = [to_numpy(loss), *(to_numpy(info[k]) for k in sorted(info)), *map(to_numpy, grads)]
     reference = results.pop(VARIANTS[0])

@@ -42,8 +42,13 @@ def test_broken_ppo_fails_the_bar(breakage, monkeypatch):
     if breakage == "advantage sign flipped":
         monkeypatch.setattr(module, "compute_gae", lambda *a: (lambda adv, ret: (-adv, ret))(*compute_gae(*a)))
     elif breakage == "no V(next) bootstrap":
-        monkeypatch.setattr(module, "compute_gae", lambda rewards, values, bootstrap, *rest:
-                            compute_gae(rewards, values, 0 * bootstrap, *rest))
-    args = module.Args(cuda=False, tensorboard=False, quiet=True,
-                       learning_rate=0.0 if breakage == "learning rate 0" else module.Args.learning_rate)
+        monkeypatch.setattr(
+            module, "compute_gae", lambda rewards, values, bootstrap, *rest: compute_gae(rewards, values, 0 * bootstrap, *rest)
+        )
+    args = module.Args(
+        cuda=False,
+        tensorboard=False,
+        quiet=True,
+        learning_rate=0.0 if breakage == "learning rate 0" else module.Args.learning_rate,
+    )
     assert not meets_the_bar(module.train(args))

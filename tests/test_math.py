@@ -24,8 +24,9 @@ def test_gae_matches_numpy_loop(variant):
     module = load(variant)
     data = random_trajectory(np.random.default_rng(0))
     assert data["truncated"].any() and data["terminated"].any()
-    advantages, returns = module.compute_gae(**{k: to_native(variant, v) for k, v in data.items()},
-                                             gamma=0.99, gae_lambda=0.95)
+    advantages, returns = module.compute_gae(
+        **{k: to_native(variant, v) for k, v in data.items()}, gamma=0.99, gae_lambda=0.95
+    )
     expected_adv, expected_ret = gae_loop(**data, gamma=0.99, lam=0.95)
     np.testing.assert_allclose(to_numpy(advantages), expected_adv, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(to_numpy(returns), expected_ret, rtol=1e-5, atol=1e-5)
@@ -64,10 +65,19 @@ def test_ppo_loss_and_output_gradients_match_numpy(variant, clip_vloss):
     args = module.Args(clip_vloss=clip_vloss)
     coefs = dict(clip_coef=args.clip_coef, clip_vloss=clip_vloss, ent_coef=args.ent_coef, vf_coef=args.vf_coef)
 
-    mb = make_batch(variant, module, obs=np.zeros((n, 4), np.float32), action=action, logprob=old_logprob, value=old_value,
-                    advantage=advantage, returns=ret)
+    mb = make_batch(
+        variant,
+        module,
+        obs=np.zeros((n, 4), np.float32),
+        action=action,
+        logprob=old_logprob,
+        value=old_value,
+        advantage=advantage,
+        returns=ret,
+    )
     loss, info, (grad_logits, grad_value) = loss_and_output_grads(
-        variant, module, to_native(variant, logits), to_native(variant, value), mb, args)
+        variant, module, to_native(variant, logits), to_native(variant, value), mb, args
+    )
 
     f64 = lambda x: x.astype(np.float64)
     reference = lambda lg, v: ppo_loss_loop(lg, v, action, f64(old_logprob), f64(old_value), f64(advantage), f64(ret), **coefs)
@@ -87,14 +97,17 @@ def test_ppo_loss_and_output_gradients_match_numpy(variant, clip_vloss):
             grad[i] = (loss_of(up)[0] - loss_of(down)[0]) / (2 * h)
         return grad
 
-    np.testing.assert_allclose(to_numpy(grad_logits), numeric_grad(f64(logits), lambda lg: reference(lg, f64(value))),
-                               rtol=1e-4, atol=1e-6)
-    np.testing.assert_allclose(to_numpy(grad_value), numeric_grad(f64(value), lambda v: reference(f64(logits), v)),
-                               rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(
+        to_numpy(grad_logits), numeric_grad(f64(logits), lambda lg: reference(lg, f64(value))), rtol=1e-4, atol=1e-6
+    )
+    np.testing.assert_allclose(
+        to_numpy(grad_value), numeric_grad(f64(value), lambda v: reference(f64(logits), v)), rtol=1e-4, atol=1e-6
+    )
 
 
-@pytest.mark.parametrize("text,expected", [("64,64", (64, 64)), ("256,256,256", (256, 256, 256)),
-                                           ("7", (7,)), (" 32 , 16 ", (32, 16))])
+@pytest.mark.parametrize(
+    "text,expected", [("64,64", (64, 64)), ("256,256,256", (256, 256, 256)), ("7", (7,)), (" 32 , 16 ", (32, 16))]
+)
 def test_parse_hidden_accepts(variant, text, expected):
     assert load(variant).parse_hidden(text) == expected
 

@@ -20,8 +20,17 @@ from conftest import JIT_VARIANTS, load, needs
 
 # Short enough for eager execution (6 iterations of 32 envs x 32 steps, 16 gradient steps each),
 # with a learning rate high enough that CartPole returns clearly rise within it.
-RISE = dict(num_envs=32, num_steps=32, num_minibatches=4, update_epochs=4, learning_rate=2.5e-3,
-            total_timesteps=6 * 32 * 32, cuda=False, tensorboard=False, quiet=True)
+RISE = dict(
+    num_envs=32,
+    num_steps=32,
+    num_minibatches=4,
+    update_epochs=4,
+    learning_rate=2.5e-3,
+    total_timesteps=6 * 32 * 32,
+    cuda=False,
+    tensorboard=False,
+    quiet=True,
+)
 
 
 class CompiledPrograms:
@@ -83,8 +92,22 @@ def test_short_run_improves():
 @needs("linen_nojit")
 def test_nojit_runs_eagerly_not_compiled():
     _, names = rise_run("linen_nojit")
-    ours = {"iteration", "collect", "learn", "rollout", "compute_gae", "backward", "update", "epoch",
-            "minibatch_step", "loss_fn", "ppo_loss", "python_scan", "scan", "while"}
+    ours = {
+        "iteration",
+        "collect",
+        "learn",
+        "rollout",
+        "compute_gae",
+        "backward",
+        "update",
+        "epoch",
+        "minibatch_step",
+        "loss_fn",
+        "ppo_loss",
+        "python_scan",
+        "scan",
+        "while",
+    }
     compiled_ours = [n for n in names if n.removeprefix("jit(").removesuffix(")") in ours]
     assert not compiled_ours, compiled_ours
     assert names["jit(step)"] == 1  # gymnax's own jax.jit on env.step, compiled once, as shipped

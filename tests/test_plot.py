@@ -18,32 +18,55 @@ ENVS = {"CartPole-v1": 100e-6, "Acrobot-v1": 200e-6, "Breakout-MinAtar": 400e-6}
 HIDDEN = {"s": [64, 64], "m": [256, 256, 256]}
 BASE = {"s": 10.0, "m": 40.0}  # total duration of jax_linen, seconds
 # Each variant's time relative to jax_linen, per env (in ENVS order).
-FACTOR = {"jax_linen": [1, 1, 1], "jax_nnx": [1.25] * 3, "jax_equinox": [1.5] * 3, "linen_nojit": [4] * 3,
-          "torch": [1, 2, 8], "torch_compile": [2, 2, 2], "jax_nnx+nocache": [3.75] * 3}
+FACTOR = {
+    "jax_linen": [1, 1, 1],
+    "jax_nnx": [1.25] * 3,
+    "jax_equinox": [1.5] * 3,
+    "linen_nojit": [4] * 3,
+    "torch": [1, 2, 8],
+    "torch_compile": [2, 2, 2],
+    "jax_nnx+nocache": [3.75] * 3,
+}
 ITERATIONS = 12
 # Slow spells of the machine in the learn runs: the medians over seeds stay torch 0.1 s, torch_compile
 # 0.2 s (2x), but seed by seed torch_compile is 1x, 2x, 4x torch.
 LEARN_SLOW = {("torch", 1): 2, ("torch_compile", 3): 2}
-PNGS = {"duration.png", "speedup.png", "overhead.png", "rollout_update.png", "compilation.png", "scaling.png",
-        "learning_curves.png", "learn.png"}
+PNGS = {
+    "duration.png",
+    "speedup.png",
+    "overhead.png",
+    "rollout_update.png",
+    "compilation.png",
+    "scaling.png",
+    "learning_curves.png",
+    "learn.png",
+}
 
 
-def record(experiment, variant, env, size, seed, *, total, iteration, num_envs=32, sync=False, returns=None,
-           final=None):
+def record(experiment, variant, env, size, seed, *, total, iteration, num_envs=32, sync=False, returns=None, final=None):
     """A schema-1 record: iteration 0 takes 30x `iteration`, iterations 1-7 take it, 8-end half of it."""
     durations = [30 * iteration] + [iteration] * 7 + [iteration / 2] * (ITERATIONS - 8)
     args = {"exp_name": experiment, "num_envs": num_envs, "num_steps": 256}
     if variant.startswith("jax_nnx"):
         args["cached_partial"] = variant == "jax_nnx"
     return {
-        "schema_version": 1, "variant": variant.split("+")[0], "status": "ok", "env_id": env,
-        "hidden": HIDDEN[size], "seed": seed, "args": args, "device": "cpu",
-        "versions": {"python": "3.11", "jax": "0.10.2"}, "sync_timing": sync,
-        "env_steps": ITERATIONS * num_envs * 256, "setup_duration": 1.0,
+        "schema_version": 1,
+        "variant": variant.split("+")[0],
+        "status": "ok",
+        "env_id": env,
+        "hidden": HIDDEN[size],
+        "seed": seed,
+        "args": args,
+        "device": "cpu",
+        "versions": {"python": "3.11", "jax": "0.10.2"},
+        "sync_timing": sync,
+        "env_steps": ITERATIONS * num_envs * 256,
+        "setup_duration": 1.0,
         "iteration_durations": durations,
         "rollout_durations": [d * 0.75 for d in durations] if sync else None,
         "update_durations": [d * 0.25 for d in durations] if sync else None,
-        "total_duration": total, "compiles_after_first_iteration": 0,
+        "total_duration": total,
+        "compiles_after_first_iteration": 0,
         "episodic_return": returns or [None, *[10.0 * (i + 1) for i in range(ITERATIONS - 1)]],
         "final_return": final,
     }
@@ -58,33 +81,63 @@ def write(directory, name, content):
 @pytest.fixture
 def sweep_dir(tmp_path):
     d = tmp_path / "sweep"
-    write(d, "env_cost.json", {"num_envs": 32, "host": {"cpu_count": 2, "machine": "x86_64"},
-                               "envs": {env: {"median_s": cost} for env, cost in ENVS.items()}})
-    for (variant, factors), (i, env), size, seed in [(vf, ie, z, s) for vf in FACTOR.items() for ie in enumerate(ENVS)
-                                                     for z in HIDDEN for s in (1, 2)]:
+    write(
+        d,
+        "env_cost.json",
+        {
+            "num_envs": 32,
+            "host": {"cpu_count": 2, "machine": "x86_64"},
+            "envs": {env: {"median_s": cost} for env, cost in ENVS.items()},
+        },
+    )
+    for (variant, factors), (i, env), size, seed in [
+        (vf, ie, z, s) for vf in FACTOR.items() for ie in enumerate(ENVS) for z in HIDDEN for s in (1, 2)
+    ]:
         # seeds 0.9x and 1.1x: their median is exactly BASE * factor
         total = BASE[size] * factors[i] * (0.9 if seed == 1 else 1.1)
         # the compile experiment runs nnx with and without cached_partial, block by block
         for experiment in {"jax_nnx+nocache": ["compile"], "jax_nnx": ["overall", "compile"]}.get(variant, ["overall"]):
-            write(d, f"{experiment}/{variant}__{env}__{size}__seed{seed}.json",
-                  record(experiment, variant, env, size, seed, total=total, iteration=0.1 * factors[i]))
+            write(
+                d,
+                f"{experiment}/{variant}__{env}__{size}__seed{seed}.json",
+                record(experiment, variant, env, size, seed, total=total, iteration=0.1 * factors[i]),
+            )
     for variant in ("jax_linen", "torch"):
-        write(d, f"sync/{variant}__CartPole-v1__s__seed1.json",
-              record("sync", variant, "CartPole-v1", "s", 1, total=1, iteration=0.2, sync=True))
+        write(
+            d,
+            f"sync/{variant}__CartPole-v1__s__seed1.json",
+            record("sync", variant, "CartPole-v1", "s", 1, total=1, iteration=0.2, sync=True),
+        )
         for num_envs in (32, 128):  # steady iteration 0.1 s at 32 envs, 0.2 s at 128
-            write(d, f"scaling/{variant}__CartPole-v1__s__n{num_envs:04d}__seed1.json",
-                  record("scaling", variant, "CartPole-v1", "s", 1, total=1, iteration=num_envs / 320, num_envs=num_envs))
+            write(
+                d,
+                f"scaling/{variant}__CartPole-v1__s__n{num_envs:04d}__seed1.json",
+                record("scaling", variant, "CartPole-v1", "s", 1, total=1, iteration=num_envs / 320, num_envs=num_envs),
+            )
     for variant in plot.SPEEDUP_VARIANTS:
         for seed in (1, 2, 3):
             final = 400.0 if (variant, seed) == ("torch", 2) else 480.0 + seed
-            write(d, f"learn/{variant}__CartPole-v1__s__seed{seed}.json",
-                  record("learn", variant, "CartPole-v1", "s", seed, total=1,
-                         iteration=0.1 * FACTOR[variant][0] * LEARN_SLOW.get((variant, seed), 1),
-                         final=final,
-                         returns=[20.0 * (i + 1) + seed for i in range(ITERATIONS)]))
+            write(
+                d,
+                f"learn/{variant}__CartPole-v1__s__seed{seed}.json",
+                record(
+                    "learn",
+                    variant,
+                    "CartPole-v1",
+                    "s",
+                    seed,
+                    total=1,
+                    iteration=0.1 * FACTOR[variant][0] * LEARN_SLOW.get((variant, seed), 1),
+                    final=final,
+                    returns=[20.0 * (i + 1) + seed for i in range(ITERATIONS)],
+                ),
+            )
     # What plot.py must skip with a warning: a failure record, a file cut short, a temporary file.
-    write(d, "overall/torch__Freeway-MinAtar__l__seed1.json",
-          {"schema_version": 1, "status": "failed", "reason": "oom", "exit_code": 137})
+    write(
+        d,
+        "overall/torch__Freeway-MinAtar__l__seed1.json",
+        {"schema_version": 1, "status": "failed", "reason": "oom", "exit_code": 137},
+    )
     write(d, "overall/torch__Freeway-MinAtar__m__seed1.json", '{"schema_version": 1, "stat')
     write(d, "overall/.tmp-xyz.json", "{")
     return d
@@ -109,9 +162,9 @@ def tables(summary: str) -> dict:
 
 
 def row(rows, *keys):
-    matches = [r for r in rows if r[:len(keys)] == list(keys)]
+    matches = [r for r in rows if r[: len(keys)] == list(keys)]
     assert len(matches) == 1, (keys, rows)
-    return matches[0][len(keys):]
+    return matches[0][len(keys) :]
 
 
 def close(cell, value):
@@ -168,8 +221,9 @@ def test_plot_reproduces_known_ratios_and_writes_every_png(sweep_dir, tmp_path, 
     assert verdict == "learns like the reference"
     assert row(learn, "jax_linen")[-2:] == ["n/a", "the reference"]
     # The learn runs take FACTOR's CartPole column: nnx 1.25x linen, torch_compile 2x torch.
-    improvement, verdict, collapsed, collapse_verdict = row(t["Does every variant learn CartPole-v1? (learn preset) #2"],
-                                                            "torch_compile", "torch")
+    improvement, verdict, collapsed, collapse_verdict = row(
+        t["Does every variant learn CartPole-v1? (learn preset) #2"], "torch_compile", "torch"
+    )
     assert close(numbers(improvement)[0], 6 / 9) and verdict == "no difference detected"  # 481 vs 400 and more
     assert numbers(collapsed)[0] == pytest.approx(-1 / 3, abs=0.005) and collapse_verdict == "no difference detected"
     first, steady = row(t["Does every variant learn CartPole-v1? (learn preset) #3"], "torch_compile")
@@ -185,12 +239,16 @@ def test_plot_reproduces_known_ratios_and_writes_every_png(sweep_dir, tmp_path, 
     record_json = json.loads((out / "summary.json").read_text())
     keys = {"a", "b", "metric", "size", "ratio", "ci_low", "ci_high", "n_blocks", "verdict"}
     assert all(keys <= set(r) for r in record_json["ratios"])
-    (linen_torch,) = [r for r in record_json["ratios"] if (r["a"], r["b"], r["metric"], r["size"], r["experiment"])
-                      == ("jax_linen", "torch", "steady", "s", "overall")]
+    (linen_torch,) = [
+        r
+        for r in record_json["ratios"]
+        if (r["a"], r["b"], r["metric"], r["size"], r["experiment"]) == ("jax_linen", "torch", "steady", "s", "overall")
+    ]
     assert close(linen_torch["ratio"], 16 ** (1 / 3)) and linen_torch["n_blocks"] == 6
     (torch_learning,) = [r for r in record_json["learning"] if r["variant"] == "torch"]
     assert torch_learning["n_seeds"] == 3 and torch_learning["prob_improvement_vs_jax_linen"] == pytest.approx(
-        3 / 9, abs=1e-9)  # 481: a tie (0.5); 400: no wins; 483: 2 wins and a tie
+        3 / 9, abs=1e-9
+    )  # 481: a tie (0.5); 400: no wins; 483: 2 wins and a tie
 
 
 def numbers(cell):
@@ -203,8 +261,11 @@ def timed_runs(directory, a_seconds, b_seconds):
     for i, (a, b) in enumerate(zip(a_seconds, b_seconds)):
         env, seed = list(ENVS)[i % len(ENVS)], 1 + i // len(ENVS)
         for variant, t in (("jax_linen", a), ("torch", b)):
-            write(directory, f"overall/{variant}__{env}__s__seed{seed}.json",
-                  record("overall", variant, env, "s", seed, total=10 * t, iteration=t))
+            write(
+                directory,
+                f"overall/{variant}__{env}__s__seed{seed}.json",
+                record("overall", variant, env, "s", seed, total=10 * t, iteration=t),
+            )
 
 
 # The machine's drift: each block is slower or faster as a whole, and the two runs of a block differ by a
@@ -213,19 +274,25 @@ DRIFT = [1.0, 1.4, 0.8, 1.1, 0.7, 1.3, 0.9, 1.2]
 NOISE = [1.05, 1 / 1.05, 1.1, 1 / 1.1, 1.02, 1 / 1.02, 1.08, 1 / 1.08]
 
 
-@pytest.mark.parametrize("true_ratio, blocks, verdict", [
-    (2.0, 8, "A faster"),  # torch takes twice jax_linen's time: found, and the interval excludes 1
-    (1.0, 8, "no difference detected"),
-    (0.5, 8, "B faster"),
-    (2.0, 2, "too few runs"),
-])
+@pytest.mark.parametrize(
+    "true_ratio, blocks, verdict",
+    [
+        (2.0, 8, "A faster"),  # torch takes twice jax_linen's time: found, and the interval excludes 1
+        (1.0, 8, "no difference detected"),
+        (0.5, 8, "B faster"),
+        (2.0, 2, "too few runs"),
+    ],
+)
 def test_a_known_ratio_is_found_with_the_verdict_its_interval_allows(tmp_path, true_ratio, blocks, verdict):
     d = tmp_path / "sweep"
     a = [0.1 * drift for drift in DRIFT[:blocks]]
     timed_runs(d, a, [t * true_ratio * noise for t, noise in zip(a, NOISE)])
     assert plot.main([str(d)]) == 0
-    (steady,) = [r for r in json.loads((d / "summary.json").read_text())["ratios"]
-                 if (r["a"], r["b"], r["metric"]) == ("jax_linen", "torch", "steady")]
+    (steady,) = [
+        r
+        for r in json.loads((d / "summary.json").read_text())["ratios"]
+        if (r["a"], r["b"], r["metric"]) == ("jax_linen", "torch", "steady")
+    ]
     assert steady["n_blocks"] == blocks and steady["verdict"] == verdict
     assert steady["ratio"] == pytest.approx(true_ratio * np.exp(np.mean(np.log(NOISE[:blocks]))), rel=1e-6)
     if blocks >= plot.MIN_BLOCKS:
@@ -254,8 +321,11 @@ def test_records_of_two_devices_give_two_reports_and_no_ratio_across_them(tmp_pa
 
 def test_plot_writes_into_dir_by_default_and_draws_what_it_has(tmp_path):
     d = tmp_path / "only_overall"
-    write(d, "overall/jax_linen__CartPole-v1__s__seed1.json",
-          record("overall", "jax_linen", "CartPole-v1", "s", 1, total=5, iteration=0.1))
+    write(
+        d,
+        "overall/jax_linen__CartPole-v1__s__seed1.json",
+        record("overall", "jax_linen", "CartPole-v1", "s", 1, total=5, iteration=0.1),
+    )
     write(d, "learn.png", "a figure from an earlier plot, of data no longer here")
     assert plot.main([str(d)]) == 0  # no env_cost.json: environments by name
     assert {"duration.png", "overhead.png", "learning_curves.png"} <= {p.name for p in d.glob("*.png")}

@@ -11,8 +11,11 @@ SHORT_ARGS = {**SHORT_ARGS, **QUIET}
 
 
 @needs("linen_nojit")
-@pytest.mark.parametrize("read", [float, lambda x: x.tolist(), lambda x: x.item(), lambda x: jax.device_get(x)],
-                         ids=["float", "tolist", "item", "device_get"])
+@pytest.mark.parametrize(
+    "read",
+    [float, lambda x: x.tolist(), lambda x: x.item(), lambda x: jax.device_get(x)],
+    ids=["float", "tolist", "item", "device_get"],
+)
 def test_a_read_back_to_the_host_in_the_timed_region_fails_the_run(monkeypatch, trap_host_reads, read):
     module = load("linen_nojit")
     import jax.numpy as jnp
@@ -134,8 +137,14 @@ def test_sync_debug_traps_host_syncs_in_the_timed_work_and_not_the_final_synchro
     with module.cuda_sync_debug(True):
         calls.append(("work", mode[0]))
         module.synchronize(torch.device("cuda"))
-    assert calls == [("mode", "error"), ("work", "error"), ("mode", 0), ("synchronize", 0), ("mode", "error"),
-                     ("mode", "default")]
+    assert calls == [
+        ("mode", "error"),
+        ("work", "error"),
+        ("mode", 0),
+        ("synchronize", 0),
+        ("mode", "error"),
+        ("mode", "default"),
+    ]
     calls.clear()
     with module.cuda_sync_debug(False):  # the flag off, or on the CPU: nothing set
         pass
@@ -147,7 +156,7 @@ def test_the_driver_version_comes_from_nvidia_smi_or_is_null(variant, monkeypatc
     module = load(variant)
     import subprocess
 
-    reply = lambda code, out: (lambda *a, **k: subprocess.CompletedProcess(a, code, out, ""))
+    reply = lambda code, out: lambda *a, **k: subprocess.CompletedProcess(a, code, out, "")
     monkeypatch.setattr(module.subprocess, "run", reply(0, "550.54.15\n550.54.15\n"))  # one line per GPU
     assert module.driver_version() == "550.54.15"
     monkeypatch.setattr(module.subprocess, "run", reply(9, ""))  # nvidia-smi without a driver
