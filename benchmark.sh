@@ -165,7 +165,7 @@ parse_args() {
         [[ $1 == --out ]] || FORWARD+=("$1" "$2")
         shift 2 ;;
       --task|--jobs|--devices)
-        (($# >= 2)) || die "$1 needs a value"
+        (($# >= 2)) && [[ -n $2 && $2 != --* ]] || die "$1 needs a value"
         case $1 in --task) TASK=$2 ;; --jobs) JOBS=$2 ;; --devices) DEVICES_ARG=$2 ;; esac
         shift 2 ;;
       --list) LIST=1; shift ;;
