@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from test_benchmark import BENCHMARK, FAKE_PLAN, expected_fake_names, fake_python, run_files, summary, sweep
 
 ROOT = BENCHMARK.parent
@@ -57,9 +56,10 @@ def runs_of(ledger: Path) -> list[tuple[float, float, str, str]]:
     for line in ledger.read_text().splitlines():
         event, t, device, out = line.split(" ", 3)
         if event == "start":
-            starts[out] = float(t)
+            starts.setdefault(out, []).append(float(t))
         else:
-            runs.append((starts.pop(out), float(t), device, out))
+            runs.append((starts[out].pop(0), float(t), device, out))
+            starts[out] or starts.pop(out)
     assert not starts, f"runs that never ended: {starts}"
     return runs
 
