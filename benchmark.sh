@@ -70,8 +70,9 @@ Options:
   --jobs N             run up to N runs at once, each on a device of its own; a run starts on a device
                        as soon as it is free. Timing runs never share a device: N is at most the number
                        of devices, and without GPUs only the learn experiment may use N > 1
-  --devices LIST       GPUs for --jobs (CUDA_VISIBLE_DEVICES values: 0,1,2,3); default: the GPUs
-                       CUDA_VISIBLE_DEVICES or nvidia-smi lists; --jobs defaults to their number
+  --devices LIST       GPUs for --jobs (CUDA_VISIBLE_DEVICES values: 0,1,2,3), and --jobs defaults to
+                       their number; without --devices, --jobs uses the GPUs CUDA_VISIBLE_DEVICES or
+                       nvidia-smi lists
   --slurm              write OUT/slurm/benchback.sbatch from benchmark.sbatch.template (edit that for
                        your account, partition, modules): an array over the plan's indices, one GPU and
                        the per-run limit per task, at most --jobs (default 8) at once, each task running
