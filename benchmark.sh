@@ -9,6 +9,12 @@
 #   bash benchmark.sh --preset full --variants jax_linen,torch --sizes s --dry-run
 #   python plot.py benchmark_out/cpu                 # figures, summary.md and summary.json (ratios with intervals)
 #
+# Beyond one run at a time (the plan's runs are numbered 1..N; the same command numbers them the same):
+#   bash benchmark.sh --preset full --list           # the plan, one "INDEX NAME" line per run
+#   bash benchmark.sh --preset full --task 17        # run 17 alone (skipped if done; resumes like a rerun)
+#   bash benchmark.sh --preset full --devices 0,1,2,3  # four runs at once, one per GPU (CUDA_VISIBLE_DEVICES)
+#   bash benchmark.sh --preset full --slurm --jobs 16  # a SLURM array over the plan, 16 GPUs at once
+#
 # Each run is its own process writing one JSON record (schema 1) to OUT/EXPERIMENT/NAME.json, where
 # NAME = VARIANT__ENV__SIZE[__nNUM_ENVS]__seedSEED. Rerunning the same command resumes: runs whose
 # JSON exists and parses are skipped, and the scripts write their JSON atomically, so a killed sweep
@@ -57,6 +63,20 @@ Options:
   --timeout SECONDS    per-run time limit (default: the preset's)
   --retry-failed       rerun runs whose record is a failure record (default: keep it, skip the run)
   --dry-run            print the plan and what is already done; run nothing
+  --list               print the plan, one "INDEX NAME" line per run (indices 1..N); run nothing
+  --task I             run the plan's run I alone: skipped if its record exists (or another process
+                       runs it: each run is claimed with flock on OUT/logs/NAME.lock), else its record
+                       or a failure record, the same files as the sweep writes; exit 1 if it fails
+  --jobs N             run up to N runs at once, each on a device of its own; a run starts on a device
+                       as soon as it is free. Timing runs never share a device: N is at most the number
+                       of devices, and without GPUs only the learn experiment may use N > 1
+  --devices LIST       GPUs for --jobs (CUDA_VISIBLE_DEVICES values: 0,1,2,3), and --jobs defaults to
+                       their number; without --devices, --jobs uses the GPUs CUDA_VISIBLE_DEVICES or
+                       nvidia-smi lists
+  --slurm              write OUT/slurm/benchback.sbatch from benchmark.sbatch.template (edit that for
+                       your account, partition, modules): an array over the plan's indices, one GPU and
+                       the per-run limit per task, at most --jobs (default 8) at once, each task running
+                       this command with --task; submitted with sbatch if it is on the PATH, else printed
   -h, --help           this help
 --variants/--envs/--sizes replace the preset's lists in every experiment that uses them, including
 the experiments the preset restricts to fewer variants, envs or sizes to save time.
@@ -130,6 +150,8 @@ preset_gpu_check() {
 # ---------------------------------------------------------------- arguments
 PRESET=full OUT= DRY_RUN=0 RETRY_FAILED=0 GPU_CHECK=0
 USER_VARIANTS= USER_ENVS= USER_SIZES= USER_REPEATS= USER_EXPERIMENTS= USER_TIMEOUT=
+LIST=0 TASK= JOBS= DEVICES_ARG= SLURM=0
+FORWARD=()  # the arguments that choose the plan (not --out): what --slurm's tasks are run with
 
 parse_args() {
   while (($#)); do
@@ -141,9 +163,16 @@ parse_args() {
           --sizes) USER_SIZES=$2 ;; --repeats) USER_REPEATS=$2 ;; --experiments) USER_EXPERIMENTS=$2 ;;
           --timeout) USER_TIMEOUT=$2 ;;
         esac
+        [[ $1 == --out ]] || FORWARD+=("$1" "$2")
         shift 2 ;;
+      --task|--jobs|--devices)
+        (($# >= 2)) && [[ -n $2 && $2 != --* ]] || die "$1 needs a value"
+        case $1 in --task) TASK=$2 ;; --jobs) JOBS=$2 ;; --devices) DEVICES_ARG=$2 ;; esac
+        shift 2 ;;
+      --list) LIST=1; shift ;;
+      --slurm) SLURM=1; shift ;;
       --dry-run) DRY_RUN=1; shift ;;
-      --retry-failed) RETRY_FAILED=1; shift ;;
+      --retry-failed) RETRY_FAILED=1; FORWARD+=("$1"); shift ;;
       -h|--help) usage; exit 0 ;;
       *) die "unknown argument '$1' (see --help)" ;;
     esac
@@ -402,15 +431,240 @@ check_python() {
   [[ -z $missing ]] || die "PYTHON=$PYTHON cannot import: $missing (activate the project's virtual environment, or set PYTHON to its interpreter)"
 }
 
+# ---------------------------------------------------------------- beyond one run at a time
+# --task, --jobs and --slurm run the plan's runs by index (R_NAME's order + 1, as --list and --dry-run
+# number them). A run is claimed with flock on OUT/logs/NAME.lock before it starts; the run inherits
+# the lock, so it is held until the run's process ends, even if the shell that started it was killed,
+# and the kernel drops it with the process: a killed run never leaves a stale claim. Two processes
+# given the same run thus never run it at once, and the second finds the first's record and skips.
+DEVICES=() SWEEP_START=0
+
+# check_modes: --list, --task, --jobs/--devices, --slurm and --dry-run, each valid and alone, or exit 2.
+check_modes() {
+  local n=$((LIST + DRY_RUN + SLURM)) d
+  [[ -z $TASK ]] || ((++n))
+  ((n <= 1)) || die "--list, --task, --slurm and --dry-run do not combine; give one"
+  if [[ -n $JOBS ]]; then
+    [[ $JOBS =~ ^[1-9][0-9]*$ ]] || die "--jobs must be a positive integer; got '$JOBS'"
+  fi
+  if [[ -n $JOBS$DEVICES_ARG ]] && ((LIST || DRY_RUN)) || [[ -n $TASK && -n $JOBS$DEVICES_ARG ]]; then
+    die "--jobs and --devices do not combine with --list, --task or --dry-run"
+  fi
+  ((SLURM == 0)) || [[ -z $DEVICES_ARG ]] || die "--devices does not combine with --slurm (SLURM gives each task its GPU)"
+  if ((GPU_CHECK)) && { ((LIST || SLURM)) || [[ -n $TASK$JOBS$DEVICES_ARG ]]; }; then
+    die "the gpu-check preset is a check, not a sweep: it has no runs to list, split or submit"
+  fi
+  if [[ -n $DEVICES_ARG ]]; then
+    IFS=, read -ra DEVICES <<<"$DEVICES_ARG"
+    ((${#DEVICES[@]})) || die "--devices: empty list"
+    for d in "${DEVICES[@]}"; do
+      [[ $d =~ ^([0-9]+|(GPU|MIG)-[0-9A-Za-z/-]+)$ ]] || die "--devices: '$d' is not a GPU index (0,1,...) or UUID"
+    done
+    (($(printf '%s\n' "${DEVICES[@]}" | sort -u | wc -l) == ${#DEVICES[@]})) || die "--devices: '$DEVICES_ARG' names a device twice"
+    JOBS=${JOBS:-${#DEVICES[@]}}
+  elif [[ -n $JOBS ]] && ((SLURM == 0)); then  # the GPUs this process may use, if any
+    if [[ -n ${CUDA_VISIBLE_DEVICES-} ]]; then IFS=, read -ra DEVICES <<<"$CUDA_VISIBLE_DEVICES"
+    elif command -v nvidia-smi >/dev/null; then
+      mapfile -t DEVICES < <(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | tr -d ' ' || true)
+    fi
+  fi
+  return 0
+}
+
+# check_jobs: after the plan, refuse --jobs that would time runs side by side on one device.
+check_jobs() {
+  local i timing=0
+  for i in "${!R_EXP[@]}"; do [[ ${R_EXP[i]} == learn ]] || { timing=1; break; }; done
+  ((timing && JOBS > 1)) || return 0
+  ((${#DEVICES[@]})) || die "--jobs $JOBS refused: no GPUs (no --devices, no nvidia-smi), and timing runs side by side on the CPU would slow each other; only --experiments learn may run several at once here"
+  ((JOBS <= ${#DEVICES[@]})) || die "--jobs $JOBS refused: only ${#DEVICES[@]} devices ($(IFS=,; echo "${DEVICES[*]}")), and timing runs never share a device"
+}
+
+# list_plan: the plan, one "INDEX NAME" line per run.
+list_plan() {
+  local i
+  for i in "${!R_NAME[@]}"; do printf '%d %s\n' $((i + 1)) "${R_NAME[i]}"; done
+}
+
+# claim_and_run INDEX: run it unless it is done or another process holds its claim. Returns 0 (ran,
+# ok), 1 (ran, failed) or 3 (skipped). A failure record from before this process started is done unless
+# --retry-failed; one written since (by a process that claimed the run first) is done either way.
+claim_and_run() {
+  local i=$1 file="$OUT/${R_NAME[$1]}.json" lock="$OUT/logs/${R_NAME[$1]}.lock" fd status rc=0
+  mkdir -p "$(dirname "$lock")"
+  exec {fd}>>"$lock"
+  if ! flock -n "$fd"; then
+    exec {fd}>&-; echo "skipped: another process is running it (it holds $lock)"; return 3
+  fi
+  status=$(record_status "$file")
+  if [[ $status == ok || $status == failed ]] && { is_done "$status" || (($(stat -c %Y "$file") >= SWEEP_START)); }; then
+    exec {fd}>&-; echo "skipped: already done ($status)"; return 3
+  fi
+  run_one "$i" || rc=$?
+  exec {fd}>&-
+  return "$rc"
+}
+
+# measure_env_costs_once: for --task, whose runs share OUT: the first task to find no env_cost.json
+# measures it (if the plan times anything); tasks that find it, or find another task measuring, go on.
+measure_env_costs_once() {
+  local fd exp timed=0
+  for exp in overall sync compile; do in_list "$exp" "${EXPERIMENTS[@]}" && timed=1; done
+  ((timed)) && [[ ! -e $OUT/env_cost.json ]] || return 0
+  mkdir -p "$OUT/logs"
+  exec {fd}>>"$OUT/logs/env_cost.lock"
+  if flock -n "$fd" && [[ ! -e $OUT/env_cost.json ]]; then measure_env_costs; fi
+  exec {fd}>&-
+}
+
+run_task() {
+  local total=${#R_NAME[@]} rc=0
+  [[ $TASK =~ ^[1-9][0-9]*$ ]] && ((TASK <= total)) || die "--task must be one of the plan's indices, 1..$total (see --list); got '$TASK'"
+  local i=$((TASK - 1))
+  SWEEP_START=$(now_s)
+  mkdir -p "$OUT"
+  trap on_signal INT TERM
+  measure_env_costs_once
+  echo "benchback task $TASK/$total: ${R_NAME[i]} (preset $PRESET, out $OUT, limit ${TIMEOUT}s, host $(hostname))"
+  claim_and_run "$i" || rc=$?
+  case $rc in 0) ((++RAN)) ;; 3) ((++SKIPPED)) ;; *) ((++FAILED)); return 1 ;; esac
+}
+
+# run_jobs: the plan's runs still to do, JOBS at a time, slot s on device DEVICES[s % number of devices];
+# each run is a subshell that writes its outcome to MSG/s.out and its exit code to MSG/s.rc.
+SLOT_PID=() SLOT_RUN=() SLOT_DEV=() MSG=
+run_jobs() {
+  local total=${#R_NAME[@]} i s status todo=() rc msg where
+  SWEEP_START=$(now_s)
+  for i in "${!R_NAME[@]}"; do
+    status=$(record_status "$OUT/${R_NAME[i]}.json")
+    if is_done "$status"; then ((++SKIPPED)); [[ $status == failed ]] && ((++OLD_FAILED)); else todo+=("$i"); fi
+  done
+  where="on the CPU"; ((${#DEVICES[@]} == 0)) || where="on devices $(IFS=,; echo "${DEVICES[*]}")"
+  echo "benchback sweep: preset $PRESET, $total runs ($SKIPPED already done), out $OUT, per-run limit ${TIMEOUT}s, $JOBS at a time $where"
+  mkdir -p "$OUT"
+  # Only stale temporary files: other processes (--task, another sweep) may be writing theirs now.
+  find "$OUT" -name '.tmp-*.json' -mmin +10 -delete
+  MSG=$(mktemp -d)
+  trap on_jobs_signal INT TERM
+  measure_env_costs
+
+  local next=0 busy=0 finished=0 n_ran=0 t0 elapsed eta
+  t0=$(now_s)
+  while ((next < ${#todo[@]} || busy > 0)); do
+    for ((s = 0; s < JOBS && next < ${#todo[@]}; s++)); do
+      [[ -z ${SLOT_PID[s]-} ]] || continue
+      start_slot "$s" "${todo[next]}"; ((++next)); ((++busy))
+    done
+    wait -n 2>/dev/null || true
+    for ((s = 0; s < JOBS; s++)); do
+      [[ -n ${SLOT_PID[s]-} ]] || continue
+      if [[ -e $MSG/$s.rc ]]; then rc=$(<"$MSG/$s.rc")
+      elif kill -0 "${SLOT_PID[s]}" 2>/dev/null; then continue
+      else rc=1; echo "FAILED: its worker died" >>"$MSG/$s.out"; fi
+      wait "${SLOT_PID[s]}" 2>/dev/null || true
+      msg=$(tail -n 1 "$MSG/$s.out"); rm -f "$MSG/$s.rc" "$MSG/$s.out"
+      i=${SLOT_RUN[s]} SLOT_PID[s]= busy=$((busy - 1)); ((++finished))
+      case $rc in 0) ((++RAN)); ((++n_ran)) ;; 3) ((++SKIPPED)) ;; *) ((++FAILED)); ((++n_ran)); FAILURES+=("${R_NAME[i]}") ;; esac
+      elapsed=$(($(now_s) - t0))
+      # Remaining time: runs still to do times the mean interval between finished runs (parallel ones overlap).
+      if ((n_ran)); then eta=$(hms $((elapsed * (${#todo[@]} - finished) / n_ran))); else eta="?"; fi
+      printf '[%d/%d done, %d failed] elapsed %s, remaining ~%s  %s%s: %s\n' $((RAN + FAILED + SKIPPED)) "$total" \
+        "$FAILED" "$(hms "$elapsed")" "$eta" "${R_NAME[i]}" "${SLOT_DEV[s]:+ (device ${SLOT_DEV[s]})}" "$msg"
+    done
+  done
+  rm -rf "$MSG"
+  summary
+  ((FAILED == 0))
+}
+
+start_slot() {
+  local s=$1 i=$2 dev=
+  ((${#DEVICES[@]} == 0)) || dev=${DEVICES[s % ${#DEVICES[@]}]}
+  (
+    trap 'if [[ -n $CHILD ]]; then kill -TERM "$CHILD" 2>/dev/null; wait "$CHILD" 2>/dev/null; fi; exit 130' INT TERM
+    [[ -z $dev ]] || export CUDA_VISIBLE_DEVICES=$dev
+    rc=0
+    claim_and_run "$i" >"$MSG/$s.out" 2>&1 || rc=$?
+    echo "$rc" >"$MSG/$s.rc.tmp" && mv "$MSG/$s.rc.tmp" "$MSG/$s.rc"
+  ) &
+  SLOT_PID[s]=$! SLOT_RUN[s]=$i SLOT_DEV[s]=$dev
+}
+
+on_jobs_signal() {
+  trap - INT TERM
+  local pid
+  for pid in "${SLOT_PID[@]}"; do [[ -z $pid ]] || kill -TERM "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$MSG"
+  echo
+  echo "interrupted: the runs in flight were stopped and wrote nothing; rerun the same command to resume"
+  summary
+  exit 130
+}
+
+# SLURM's default MaxArraySize (1001) allows indices up to 1000: a longer plan goes in several arrays,
+# each after the one before it (so the limit on runs at once holds), with an offset added to the index.
+MAX_ARRAY=1000
+
+# write_slurm: OUT/slurm/benchback.sbatch from the template, then sbatch it (or say how).
+write_slurm() {
+  local total=${#R_NAME[@]} limit=${JOBS:-8} dir=$OUT/slurm template=$ROOT/benchmark.sbatch.template
+  local script=$OUT/slurm/benchback.sbatch text args time
+  ((total)) || die "the plan has no runs; nothing to submit"
+  [[ -r $template ]] || die "cannot read the SLURM template $template"
+  args=$(printf '%q ' "${FORWARD[@]}" --out "$OUT")
+  time=$(hms $((TIMEOUT + 30 + 300)))  # the run's limit, timeout's 30 s grace, 5 minutes to start and record
+  text=$(<"$template")
+  shopt -u patsub_replacement 2>/dev/null || true  # bash 5.2: "&" in a replacement is literal
+  text=${text//@ARRAY@/1-$((total < MAX_ARRAY ? total : MAX_ARRAY))%$limit}
+  text=${text//@TIME@/$time} text=${text//@LOGS@/$dir/logs} text=${text//@PYTHON@/$(printf '%q' "$PYTHON")}
+  text=${text//@BENCHMARK@/$(printf '%q' "$ROOT/benchmark.sh")} text=${text//@ARGS@/${args% }}
+  text=${text//@RUNS@/$total} text=${text//@PRESET@/$PRESET}
+  mkdir -p "$dir/logs"
+  printf '%s\n' "$text" >"$script"
+  echo "wrote $script: $total runs as a SLURM array, at most $limit at once, each on one GPU for at most $time"
+
+  local offset n command commands=() jid=
+  if ((total <= MAX_ARRAY)); then commands=("sbatch $(printf '%q' "$script")")
+  else
+    for ((offset = 0; offset < total; offset += MAX_ARRAY)); do
+      n=$((total - offset < MAX_ARRAY ? total - offset : MAX_ARRAY))
+      command="sbatch --parsable"
+      ((offset == 0)) || command+=" --dependency=afterany:\$jid"
+      commands+=("$command --array=1-$n%$limit --export=ALL,BENCHBACK_TASK_OFFSET=$offset $(printf '%q' "$script")")
+    done
+  fi
+  if ! command -v sbatch >/dev/null; then
+    echo "sbatch is not on the PATH: on the cluster's login node, in this directory, run:"
+    if ((${#commands[@]} == 1)); then echo "  ${commands[0]}"
+    else printf '  jid=$(%s); jid=${jid%%%%;*}\n' "${commands[@]}"; fi
+    return 0
+  fi
+  local out
+  for command in "${commands[@]}"; do
+    command=${command//\$jid/$jid}
+    echo "$command"
+    out=$(eval "$command") || die "sbatch failed: $out"
+    echo "$out"
+    jid=${out%%;*}
+  done
+}
+
 main() {
   parse_args "$@"
   configure
-  check_python
+  check_modes
+  ((LIST || SLURM)) || check_python  # listing or submitting runs nothing here
   if ((GPU_CHECK)); then
     local variants; variants=$(IFS=,; echo "${VARIANTS[*]}")
     "$PYTHON" "$ROOT/bench/gpu_check.py" --variants "$variants"; return
   fi
   make_plan
+  if ((LIST)); then list_plan; return 0; fi
+  if ((SLURM)); then write_slurm; return 0; fi
+  if [[ -n $TASK ]]; then run_task; return; fi
+  if [[ -n $JOBS ]] && ((JOBS > 1 || ${#DEVICES[@]})); then check_jobs; run_jobs; return; fi
   local total=${#R_NAME[@]} i status k todo=() done_count=0
   echo "benchback sweep: preset $PRESET, $total runs, out $OUT, per-run limit ${TIMEOUT}s"
   local statuses=()
