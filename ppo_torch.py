@@ -402,6 +402,7 @@ import json
 import platform
 import subprocess
 import tempfile
+from jax._src.lib import cuda_versions  # the CUDA plugin's version queries (None without one)
 from tensorboard.compat.proto.event_pb2 import Event
 from tensorboard.plugins.text.summary_v2 import text_pb
 from tensorboard.summary import Writer
@@ -429,9 +430,7 @@ def check_args(args: Args):
     if batch_size % args.num_minibatches:
         raise UsageError(f"num_envs * num_steps = {batch_size} is not divisible by --num-minibatches {args.num_minibatches}")
     if args.total_timesteps < batch_size:
-        raise UsageError(
-            f"--total-timesteps {args.total_timesteps} is smaller than one batch, num_envs * num_steps = {batch_size}"
-        )
+        raise UsageError(f"--total-timesteps {args.total_timesteps} is smaller than one batch of {batch_size} steps")
     if args.env_id == "MNISTBandit-bsuite":
         raise UsageError("MNISTBandit-bsuite downloads MNIST when it is built; it is not supported")
     if args.env_id not in gymnax.registered_envs:
@@ -458,8 +457,6 @@ def gpu_info(device: torch.device, jax_device) -> Optional[dict]:
     """What a GPU result needs to be read, as each framework reports it; None on the CPU."""
     if device.type == "cpu":
         return None
-    from jax._src.lib import cuda_versions  # the CUDA plugin's version queries (None without one)
-
     version = lambda name: getattr(cuda_versions, name, lambda: None)() if cuda_versions else None
     cuda = {"cuda_runtime": version("cuda_runtime_get_version"), "cudnn": version("cudnn_get_version")}
     jax_info = {"device_kind": jax_device.device_kind, "platform_version": jax_device.client.platform_version, **cuda}
@@ -501,14 +498,13 @@ jax.monitoring.register_event_duration_secs_listener(
 
 
 class Log:
-    """The untimed bookkeeping of the iterations: the plan line, the progress line, TensorBoard, and
-    the lists of the JSON record."""
+    """The untimed bookkeeping of the iterations: plan and progress lines, TensorBoard, the JSON record."""
 
     def __init__(self, args: Args, device, num_iterations: int, start: float):
         self.args, self.num_iterations, self.start = args, num_iterations, start
         self.batch_size = args.num_envs * args.num_steps
         self.commit = run_quietly("git", "rev-parse", "HEAD")  # now, not at the end: the checkout may move
-        self.durations, self.phases, self.returns, self.finished = [], [], [], []
+        self.durations, self.phases, self.finished = [], [], []
         run = f"runs/{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
         self.writer = Writer(run) if args.tensorboard else None
         if self.writer:  # the hyperparameters as a text summary, as CleanRL writes them
@@ -527,7 +523,6 @@ class Log:
         metrics = dict(zip(metrics, torch.stack([x.float() for x in metrics.values()]).tolist()))  # one fetch
         episodes = int(metrics["episodes"])
         mean_return = float(metrics["return_sum"]) / episodes if episodes else None
-        self.returns.append(mean_return)
         self.finished.append((float(metrics["return_sum"]), episodes))
         done = len(self.durations)
         step, sps = done * self.batch_size, int(done * self.batch_size / sum(self.durations))
@@ -578,7 +573,7 @@ class Log:
             "update_durations": [phases[1] for phases in self.phases] if args.sync_timing else None,
             "total_duration": time.perf_counter() - self.start,
             "compiles_after_first_iteration": len(COMPILES) - self.compiles_after_first,
-            "episodic_return": self.returns,
+            "episodic_return": [s / n if n else None for s, n in self.finished],
             "final_return": sum(s for s, _ in last) / finished if finished else None,
             "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
@@ -617,11 +612,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         write_json_atomic(args.json_out, result)
     if not args.quiet:
         durations = result["iteration_durations"]
-        steady, compiles = np.median(durations[1:] or durations), result["compiles_after_first_iteration"]
-        print(
-            f"done: final_return {result['final_return']}  iteration 0 {durations[0]:.3f}s  "
-            f"steady {steady:.4f}s/iteration  compiles after iteration 0: {compiles}"
-        )
+        steady = np.median(durations[1:] or durations)
+        done = f"done: final_return {result['final_return']}  iteration 0 {durations[0]:.3f}s  steady {steady:.4f}s/iteration"
+        print(f"{done}  compiles after iteration 0: {result['compiles_after_first_iteration']}")
     return 0
 
 
