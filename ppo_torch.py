@@ -179,9 +179,9 @@ def policy_step(agent: Agent, obs):
     return action, logprobs.gather(-1, action[:, None]).squeeze(-1)
 
 
-def rollout(runner: Runner, act, critic, env_step, totals, handed_over: list, args: Args):
-    """num_steps steps of every env; returns the runner, the Transition, and the episode totals (finished
-    episodes, the sum of their returns, of their lengths), counted on from `totals`.
+def rollout(runner: Runner, act, critic, env_step, handed_over: list, args: Args):
+    """num_steps steps of every env; returns the runner, the Transition, and the episodes that finished: their
+    number, the sum of their returns, of their lengths.
 
     Every buffer one framework hands the other by DLPack goes into `handed_over`, which the caller keeps until the
     iteration's synchronize: neither framework's allocator knows the other's stream, so a buffer freed on the host
@@ -193,24 +193,22 @@ def rollout(runner: Runner, act, critic, env_step, totals, handed_over: list, ar
         # torch -> JAX, zero-copy. int32: JAX runs without x64 and would convert (copy) an int64 action.
         # On GPU, jax.dlpack.from_dlpack makes JAX's stream wait for torch's current stream.
         action_int = action.int()
-        key, env_state, episode, totals, next_obs, outputs = env_step(
-            key, env_state, episode, totals, jax.dlpack.from_dlpack(action_int)
-        )
+        key, env_state, episode, next_obs, outputs = env_step(key, env_state, episode, jax.dlpack.from_dlpack(action_int))
         handed_over += [action_int, next_obs]
         taken.append((obs, action, logprob))
-        env_outputs.append(outputs)  # reward, terminated, truncated, final_obs: stay in JAX until the end
+        env_outputs.append(outputs)  # rewards, ..., finished episodes: stay in JAX until the end
         # JAX -> torch, zero-copy. JAX's __dlpack__ blocks until the buffer is ready on CPU; on GPU it makes
         # torch's current stream wait for it instead (no host sync).
         obs = torch.from_dlpack(next_obs)
     observations, actions, logprobs = map(torch.stack, zip(*taken))
     stacked = stack_steps(env_outputs)
-    handed_over += [stacked, totals]
-    reward, terminated, truncated, final_obs = map(torch.from_dlpack, stacked)
+    handed_over.append(stacked)
+    reward, terminated, truncated, final_obs, returns, lengths, done = map(torch.from_dlpack, stacked)
     # Acting needs only the actor. The critic sees all observations and final observations of the rollout at
     # once (the parameters are the same): one batched call, not 2 * num_steps small ones.
     values, bootstrap_values = critic(torch.cat([observations, final_obs]).flatten(0, 1)).view(2, args.num_steps, -1)
     traj = Transition(observations, actions, logprobs, values, reward, terminated, truncated, bootstrap_values)
-    return Runner(env_state, obs, episode, key), traj, tuple(map(torch.from_dlpack, totals))
+    return Runner(env_state, obs, episode, key), traj, (done.sum(), returns.sum(), lengths.sum())
 
 
 # ---------------------------------------------------------------- compute_gae
@@ -324,19 +322,15 @@ def train(args: Args) -> dict:
     # JAX state committed to the device from the start: a change of placement would retrace env_step.
     episode = EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
     env_state, episode, key = jax.device_put((env_state, episode, key), jax_device)
-    zero_totals = jax.device_put((jnp.int32(0), jnp.float32(0), jnp.int32(0)), jax_device)
     runner = Runner(env_state, obs, episode, key)
     handed_over = []  # buffers handed between the frameworks in this iteration (see rollout)
 
     @jax.jit
-    def env_step(key, env_state, episode, totals, action):
-        """The JAX half of a rollout step, one call: step the envs, add the episodes that finished to totals."""
+    def env_step(key, env_state, episode, action):
+        """The JAX half of a rollout step, one call: split the key, step the envs."""
         key, step_key = jax.random.split(key)
-        obs, env_state, episode, outputs, (returns, lengths, done) = step_envs(
-            env, env_params, step_key, env_state, episode, action
-        )
-        totals = (totals[0] + done.sum(), totals[1] + returns.sum(), totals[2] + lengths.sum())
-        return key, env_state, episode, totals, obs, outputs
+        obs, env_state, episode, outputs, finished = step_envs(env, env_params, step_key, env_state, episode, action)
+        return key, env_state, episode, obs, (*outputs, *finished)
 
     def act(obs):
         return policy_step(agent, obs)
@@ -350,9 +344,7 @@ def train(args: Args) -> dict:
         """Rollout, then GAE; returns the flat batch and the iteration's episode statistics."""
         learning_rate = lr.clone()
         with torch.no_grad():  # not inference_mode: the batch's tensors take part in the loss
-            runner, traj, (episodes, return_sum, length_sum) = rollout(
-                runner, act, critic, env_step, zero_totals, handed_over, args
-            )
+            runner, traj, (episodes, return_sum, length_sum) = rollout(runner, act, critic, env_step, handed_over, args)
             terminated = traj.terminated if args.bootstrap_truncation else traj.terminated | traj.truncated
             advantages, returns = compute_gae(
                 traj.reward, traj.value, traj.bootstrap_value, terminated, traj.truncated, args.gamma, args.gae_lambda
