@@ -179,11 +179,9 @@ def rollout(runner: Runner, env, env_params, args: Args):
 
 # ---------------------------------------------------------------- compute_gae
 def compute_gae(rewards, values, bootstrap_values, terminated, truncated, gamma, gae_lambda):
-    """GAE over (num_steps, num_envs) arrays, as a reverse scan.
-
-    bootstrap_values[t] is V of the observation that step t reached before any reset, so a
-    truncated episode is bootstrapped and only a termination cuts the value off. Either one ends
-    the episode, which stops the advantage from flowing back across it."""
+    """GAE over (num_steps, num_envs) arrays, as a reverse scan. bootstrap_values[t] is V of the
+    observation step t reached before any reset: a truncation is bootstrapped, only a termination cuts the
+    value off; either one ends the episode, which stops the advantage from flowing back across it."""
 
     def backward(next_advantage, t):
         reward, value, next_value, term, done = t
@@ -274,8 +272,7 @@ def train(args: Args) -> dict:
     num_iterations = args.total_timesteps // batch_size
     grad_steps_per_iteration = args.update_epochs * args.num_minibatches
 
-    key = jax.random.key(args.seed)
-    key, init_key, reset_key = jax.random.split(key, 3)
+    key, init_key, reset_key = jax.random.split(jax.random.key(args.seed), 3)
     obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
     # gymnax's reset leaves some fields weakly typed (MountainCar's velocity is jnp.array(0.0)) and a step
     # makes them strong: a jitted step would trace and compile again on its second call. Strong from the start.
@@ -386,19 +383,14 @@ def check_args(args: Args):
 
 
 def gpu_info(device) -> Optional[dict]:
-    """What a GPU result needs to be read, as jax reports it; None on the CPU."""
+    """What a GPU result needs to be read, as jax reports it (the driver as nvidia-smi does); None on the CPU."""
     if device.platform == "cpu":
         return None
     version = lambda name: getattr(cuda_versions, name, lambda: None)() if cuda_versions else None
     cuda = {"cuda_runtime": version("cuda_runtime_get_version"), "cudnn": version("cudnn_get_version")}
     jax_info = {"device_kind": device.device_kind, "platform_version": device.client.platform_version, **cuda}
-    return {"name": device.device_kind, "driver": driver_version(), "jax": jax_info}
-
-
-def driver_version() -> Optional[str]:
-    """The NVIDIA driver's version, from nvidia-smi (neither framework reports it)."""
-    out = run_quietly("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")
-    return out and out.split()[0]
+    driver = run_quietly("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")  # a line per GPU
+    return {"name": device.device_kind, "driver": driver and driver.split()[0], "jax": jax_info}
 
 
 COMPILES = []  # one entry per XLA compilation in this process, from jax.monitoring's events

@@ -214,11 +214,9 @@ def rollout(runner: Runner, act, critic, env_step, handed_over: list, args: Args
 # ---------------------------------------------------------------- compute_gae
 def compute_gae(rewards, values, bootstrap_values, terminated, truncated, gamma, gae_lambda):
     """GAE over (num_steps, num_envs) tensors, as a loop backwards in time (eager in both torch scripts:
-    compiling would unroll the loop, a long compilation for a small part of an iteration).
-
-    bootstrap_values[t] is V of the observation that step t reached before any reset, so a truncated episode
-    is bootstrapped and only a termination cuts the value off. Either one ends the episode, which stops the
-    advantage from flowing back across it."""
+    compiling would unroll the loop, a long compilation for a small part of an iteration). bootstrap_values[t]
+    is V of the observation step t reached before any reset: a truncation is bootstrapped, only a termination
+    cuts the value off; either one ends the episode, which stops the advantage from flowing back across it."""
     deltas = rewards + gamma * bootstrap_values * (1.0 - terminated.float()) - values
     discounts = gamma * gae_lambda * (1.0 - (terminated | truncated).float())
     advantages = torch.empty_like(deltas)
@@ -446,20 +444,16 @@ def check_args(args: Args):
 
 
 def gpu_info(device: torch.device, jax_device) -> Optional[dict]:
-    """What a GPU result needs to be read, as each framework reports it; None on the CPU."""
+    """What a GPU result needs to be read, as each framework reports it (the driver as nvidia-smi does); None on the CPU."""
     if device.type == "cpu":
         return None
     version = lambda name: getattr(cuda_versions, name, lambda: None)() if cuda_versions else None
     cuda = {"cuda_runtime": version("cuda_runtime_get_version"), "cudnn": version("cudnn_get_version")}
     jax_info = {"device_kind": jax_device.device_kind, "platform_version": jax_device.client.platform_version, **cuda}
     torch_info = {"cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version()}
-    return {"name": torch.cuda.get_device_name(device), "driver": driver_version(), "torch": torch_info, "jax": jax_info}
-
-
-def driver_version() -> Optional[str]:
-    """The NVIDIA driver's version, from nvidia-smi (neither framework reports it)."""
-    out = run_quietly("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")
-    return out and out.split()[0]
+    driver = run_quietly("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")  # a line per GPU
+    driver = driver and driver.split()[0]
+    return {"name": torch.cuda.get_device_name(device), "driver": driver, "torch": torch_info, "jax": jax_info}
 
 
 def synchronize(device: torch.device):
