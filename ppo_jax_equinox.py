@@ -1,10 +1,9 @@
 """PPO on gymnax with Equinox, one `eqx.filter_jit` per iteration.
 
-Read it beside ppo_jax_linen.py: the same Args, PPO details and arithmetic, but the network is an
-`eqx.Module`, a pytree that holds its own parameters, so the agent itself is what the scans carry,
-what `eqx.filter_value_and_grad` differentiates and what optax updates. Rollout, GAE and update are
-still scans compiled into one XLA program per iteration. A Python loop over iterations times each
-one and writes a JSON record of where the time went.
+Read it beside ppo_jax_linen.py: the same Args, PPO details and arithmetic, but the network is an `eqx.Module`,
+a pytree that holds its own parameters, so the agent itself is what the scans carry, what
+`eqx.filter_value_and_grad` differentiates and what optax updates. Rollout, GAE and update are still scans
+compiled into one XLA program per iteration, timed by a Python loop as in ppo_jax_linen.py.
 
     python ppo_jax_equinox.py --env-id CartPole-v1 --hidden 256,256,256
 """
@@ -102,7 +101,6 @@ class MLP(eqx.Module):
 
 class Agent(eqx.Module):
     """Separate actor and critic tanh MLPs; observations are flattened (MinAtar grids are 10x10xC).
-
     Unlike Linen, Equinox builds the parameters in the constructor, so it needs the input size now."""
 
     actor: MLP

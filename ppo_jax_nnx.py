@@ -1,10 +1,9 @@
 """PPO on gymnax with Flax NNX, one `nnx.jit` per iteration.
 
-Read it beside ppo_jax_linen.py: the same Args, PPO details and arithmetic, but the network is a
-stateful `nnx.Module` that owns its parameters, and `nnx.Optimizer` updates them in place. Rollout,
-GAE and update are still scans compiled into one XLA program per iteration; `nnx.scan` and
-`nnx.jit` carry the modules' state through them. A Python loop over iterations times each one and
-writes a JSON record of where the time went.
+Read it beside ppo_jax_linen.py: the same Args, PPO details and arithmetic, but the network is a stateful
+`nnx.Module` that owns its parameters, and `nnx.Optimizer` updates them in place. Rollout, GAE and update are
+still scans compiled into one XLA program per iteration; `nnx.scan` and `nnx.jit` carry the modules' state
+through them. A Python loop over iterations times each one and writes a JSON record of where the time went.
 
     python ppo_jax_nnx.py --env-id CartPole-v1 --hidden 256,256,256
 """
@@ -87,11 +86,9 @@ class Args:
 class MLP(nnx.Module):
     def __init__(self, in_dim: int, hidden: Sequence[int], out_dim: int, out_gain: float, rngs: nnx.Rngs):
         sizes = (in_dim, *hidden)  # biases: zeros, the default
-        orthogonal = nnx.initializers.orthogonal
-        self.layers = nnx.List(
-            [nnx.Linear(i, o, kernel_init=orthogonal(np.sqrt(2)), rngs=rngs) for i, o in zip(sizes, hidden)]
-        )
-        self.out = nnx.Linear(sizes[-1], out_dim, kernel_init=orthogonal(out_gain), rngs=rngs)
+        init = nnx.initializers.orthogonal
+        self.layers = nnx.List([nnx.Linear(i, o, kernel_init=init(np.sqrt(2)), rngs=rngs) for i, o in zip(sizes, hidden)])
+        self.out = nnx.Linear(sizes[-1], out_dim, kernel_init=init(out_gain), rngs=rngs)
 
     def __call__(self, x):
         for layer in self.layers:
@@ -101,7 +98,6 @@ class MLP(nnx.Module):
 
 class Agent(nnx.Module):
     """Separate actor and critic tanh MLPs; observations are flattened (MinAtar grids are 10x10xC).
-
     Unlike Linen, NNX builds the parameters in the constructor, so it needs the input size now."""
 
     def __init__(self, obs_dim: int, hidden: Sequence[int], num_actions: int, rngs: nnx.Rngs):

@@ -1,13 +1,12 @@
 """PPO on gymnax with Flax Linen and no `jax.jit`: what compiling the iteration is worth.
 
-This is ppo_jax_linen.py with its `jax.jit` taken away and every `lax.scan` replaced by a Python
-loop (`python_scan`), so each jnp operation, `jax.grad` and optax update is dispatched eagerly,
-one small XLA computation at a time. `diff ppo_jax_linen.py ppo_linen_nojit.py` shows just that.
-The gymnax environment is used as the library ships it: its `step` and `reset` carry their own
-`jax.jit`, so stepping the envs stays compiled; that is part of what this variant measures.
-Much of the eager time is Linen's, not JAX's dispatch: on every `apply`, Linen checks each
-parameter's shape against `jax.eval_shape` of its initializer (Scope.param), a trace that jit
-pays once.
+This is ppo_jax_linen.py with its `jax.jit` taken away and every `lax.scan` replaced by a Python loop
+(`python_scan`), so each jnp operation, `jax.grad` and optax update is dispatched eagerly, one small XLA
+computation at a time. `diff ppo_jax_linen.py ppo_linen_nojit.py` shows just that. The gymnax environment is used
+as the library ships it: its `step` and `reset` carry their own `jax.jit`, so stepping the envs stays compiled;
+that is part of what this variant measures. Much of the eager time is Linen's, not JAX's dispatch: on every
+`apply`, Linen checks each parameter's shape against `jax.eval_shape` of its initializer (Scope.param), a trace
+that jit pays once.
 
     python ppo_linen_nojit.py --env-id CartPole-v1 --hidden 256,256,256
 """
@@ -117,10 +116,9 @@ class Agent(nn.Module):
 
 # ---------------------------------------------------------------- rollout
 def python_scan(f, carry, xs=None, length=None, reverse=False):
-    """`jax.lax.scan` as a plain Python loop: f runs eagerly once per step, nothing is traced.
-
-    (lax.scan would trace f and compile it; on a closure created afresh each iteration it would
-    compile again every iteration, which measures the compiler, not eager execution.)"""
+    """`jax.lax.scan` as a plain Python loop: f runs eagerly once per step, nothing is traced. (lax.scan would
+    compile f, and on a closure created afresh each iteration compile it again every iteration: that measures the
+    compiler, not eager execution.)"""
     length = length if xs is None else jax.tree.leaves(xs)[0].shape[0]
     ys = []
     for t in reversed(range(length)) if reverse else range(length):
@@ -185,7 +183,7 @@ def rollout(runner: Runner, agent: Agent, env, env_params, args: Args):
 
 # ---------------------------------------------------------------- compute_gae
 def compute_gae(rewards, values, bootstrap_values, terminated, truncated, gamma, gae_lambda):
-    """GAE over (num_steps, num_envs) arrays, as a reverse loop. bootstrap_values[t] is V of the
+    """GAE over (num_steps, num_envs) arrays, as a reverse scan. bootstrap_values[t] is V of the
     observation step t reached before any reset: a truncation is bootstrapped, only a termination cuts the
     value off; either one ends the episode, which stops the advantage from flowing back across it."""
 
@@ -239,7 +237,7 @@ def ppo_loss(logits, value, mb: Batch, args: Args):
 
 # ---------------------------------------------------------------- update
 def update(runner: Runner, batch: Batch, agent: Agent, args: Args):
-    """update_epochs passes over the batch in shuffled minibatches: two nested loops."""
+    """update_epochs passes over the batch in shuffled minibatches: two nested scans."""
 
     def minibatch_step(train_state: TrainState, mb: Batch):
         def loss_fn(params):
@@ -313,9 +311,8 @@ def train(args: Args) -> dict:
     log = Log(args, device, num_iterations, start)
     for iteration in range(num_iterations):
         # Timed: the only host sync is the block_until_ready that ends each timer. An implicit
-        # read back to the host (a hidden sync) fails the run instead of slowing it. Host to device stays
-        # allowed: each eager op ships its Python scalars (gamma, 1.0, ...) to the device, asynchronously;
-        # jit folds them into the program instead.
+        # read back to the host (a hidden sync) fails the run instead of slowing it. Host to device stays allowed:
+        # each eager op ships its Python scalars (gamma, 1.0, ...) to the device asynchronously; jit folds them in.
         t0 = time.perf_counter()
         with jax.transfer_guard_device_to_host("disallow"), jax.transfer_guard_device_to_device("disallow"):
             if args.sync_timing:
