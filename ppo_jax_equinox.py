@@ -391,6 +391,8 @@ def gpu_info(device) -> Optional[dict]:
     return {"name": device.device_kind, "driver": driver and driver.split()[0], "jax": jax_info}
 
 
+LIBRARIES = ("jax", "jaxlib", "equinox", "flax", "optax", "gymnax", "numpy")  # the versions the record holds
+HIGH_ON_CPU = "only NVIDIA GPUs have; CPUs fall back differently per framework, so only highest is the same arithmetic"
 COMPILES = []  # one entry per XLA compilation in this process, from jax.monitoring's events
 jax.monitoring.register_event_duration_secs_listener(
     lambda event, duration, **_: COMPILES.append(event) if event == "/jax/core/compile/backend_compile_duration" else None
@@ -476,10 +478,6 @@ class Log:
             "final_return": sum(s for s, _ in last) / finished if finished else None,
             "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
-
-
-LIBRARIES = ("jax", "jaxlib", "equinox", "flax", "optax", "gymnax", "numpy")  # the versions the record holds
-HIGH_ON_CPU = "only NVIDIA GPUs have; CPUs fall back differently per framework, so only highest is the same arithmetic"
 
 
 def run_quietly(*command: str) -> Optional[str]:

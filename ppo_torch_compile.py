@@ -343,8 +343,7 @@ def train(args: Args) -> dict:
     # Functions compiled whole (a compiled module would compile its forward() alone); fixed shapes.
     compiled = lambda fn: torch.compile(fn, mode=args.compile_mode, dynamic=False)
 
-    # Compiled, the Exp(1) draws come from inductor's own generator (seeded from torch's): the same distribution as
-    # in ppo_torch.py, other numbers.
+    # Compiled, the Exp(1) draws come from inductor's own generator (seeded from torch's): ppo_torch.py's draws differ.
     @compiled
     def act(obs):
         return policy_step(agent, obs)
@@ -357,7 +356,6 @@ def train(args: Args) -> dict:
 
     def collect(runner: Runner):
         """Rollout, then GAE; returns the flat batch and the iteration's episode statistics."""
-        learning_rate = lr.clone()
         with torch.no_grad():  # not inference_mode: the batch's tensors take part in the loss
             runner, traj, (episodes, return_sum, length_sum) = rollout(runner, act, critic, env_step, handed_over, args)
             terminated = traj.terminated if args.bootstrap_truncation else traj.terminated | traj.truncated
@@ -366,7 +364,7 @@ def train(args: Args) -> dict:
             )
             flat = (traj.obs, traj.action, traj.logprob, traj.value, advantages, returns)
             batch = Batch(*(x.reshape(batch_size, *x.shape[2:]) for x in flat))
-            stats = dict(episodes=episodes, return_sum=return_sum, length_sum=length_sum, learning_rate=learning_rate)
+            stats = dict(episodes=episodes, return_sum=return_sum, length_sum=length_sum, learning_rate=lr.clone())
             stats["explained_variance"] = 1 - (returns - traj.value).var(correction=0) / returns.var(correction=0)
         return runner, batch, stats
 
@@ -474,10 +472,9 @@ def gpu_info(device: torch.device, jax_device) -> Optional[dict]:
 
 
 def synchronize(device: torch.device):
-    """Wait for the device. On CPU there is nothing to wait for: torch runs each op before it returns, and every
-    JAX output the iteration uses was awaited when DLPack handed it to torch. On GPU, torch.cuda.synchronize waits
-    for all streams of the device, JAX's included (one CUDA context): the one sync an iteration ends with, so
-    --sync-debug's trap is off for it."""
+    """Wait for the device. On CPU there is nothing to wait for: torch runs each op before it returns, and DLPack
+    awaited every JAX output it handed to torch. On GPU, torch.cuda.synchronize waits for all streams of the device,
+    JAX's included (one CUDA context): the one sync an iteration ends with, so --sync-debug's trap is off for it."""
     if device.type == "cuda":
         mode = torch.cuda.get_sync_debug_mode()
         torch.cuda.set_sync_debug_mode(0)
@@ -494,6 +491,8 @@ def cuda_sync_debug(on: bool) -> contextlib.ExitStack:
     return trap
 
 
+LIBRARIES = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy", "torch")  # the versions the record holds
+HIGH_ON_CPU = "only NVIDIA GPUs have; CPUs fall back differently per framework, so only highest is the same arithmetic"
 COMPILES = []  # one entry per XLA compilation in this process, from jax.monitoring's events
 jax.monitoring.register_event_duration_secs_listener(
     lambda event, duration, **_: COMPILES.append(event) if event == "/jax/core/compile/backend_compile_duration" else None
@@ -582,10 +581,6 @@ class Log:
             "final_return": sum(s for s, _ in last) / finished if finished else None,
             "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
-
-
-LIBRARIES = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy", "torch")  # the versions the record holds
-HIGH_ON_CPU = "only NVIDIA GPUs have; CPUs fall back differently per framework, so only highest is the same arithmetic"
 
 
 def run_quietly(*command: str) -> Optional[str]:
