@@ -129,9 +129,7 @@ class Transition(NamedTuple):
     bootstrap_value: jax.Array  # V(observation reached before any auto-reset)
 
 
-class Runner(NamedTuple):
-    """What the scans carry besides the agent and its optimizer, which hold their own state."""
-
+class Runner(NamedTuple):  # what the scans carry besides the agent and its optimizer, which hold their own state
     env_state: object
     obs: jax.Array
     episode: EpisodeStats

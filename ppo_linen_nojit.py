@@ -117,8 +117,7 @@ class Agent(nn.Module):
 # ---------------------------------------------------------------- rollout
 def python_scan(f, carry, xs=None, length=None, reverse=False):
     """`jax.lax.scan` as a plain Python loop: f runs eagerly once per step, nothing is traced. (lax.scan would
-    compile f, and on a closure created afresh each iteration compile it again every iteration: that measures the
-    compiler, not eager execution.)"""
+    compile f, and again every iteration for a closure created afresh: that measures the compiler, not eager.)"""
     length = length if xs is None else jax.tree.leaves(xs)[0].shape[0]
     ys = []
     for t in reversed(range(length)) if reverse else range(length):

@@ -23,7 +23,6 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 # ops of an update, not a rollout's env step. Run one script at a time: spinning threads slow other busy processes.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("GOMP_SPINCOUNT", "3000")
-# (so these imports come after the settings above)
 
 import gymnax
 import jax
@@ -269,8 +268,7 @@ LOSS_METRICS = ("policy_loss", "value_loss", "entropy", "old_approx_kl", "approx
 
 
 def minibatch_step(agent: Agent, optimizer, batch: Batch, index, args: Args):
-    """One gradient step on the minibatch batch[index]: forward, loss, backward, global-norm clipping, Adam.
-    Returns the loss metrics stacked in one tensor, in LOSS_METRICS order."""
+    """One gradient step on the minibatch batch[index]: forward, loss, backward, global-norm clipping, Adam."""
     mb = Batch(*(x[index] for x in batch))
     logits, value = agent(mb.obs)
     loss, info = ppo_loss(logits, value, mb, args)
