@@ -318,10 +318,10 @@ def train(args: Args) -> dict:
                 runner, batch, stats = jax.block_until_ready(collect_jit(runner))
                 t1 = time.perf_counter()
                 runner, losses = jax.block_until_ready(update_jit(runner, batch, tx, args))
-                phases, metrics = (t1 - t0, time.perf_counter() - t1), {**stats, **losses}
+                metrics = {**stats, **losses}
             else:
                 runner, metrics = jax.block_until_ready(iteration_jit(runner))
-                phases = None
+            phases = (t1 - t0, time.perf_counter() - t1) if args.sync_timing else None
         log.iteration(time.perf_counter() - t0, phases, jax.device_get(metrics))
     param_count = sum(x.size for x in jax.tree.leaves(eqx.filter(runner.agent, eqx.is_array)))
     return log.record(param_count, num_iterations * grad_steps_per_iteration, {"jax": str(device)}, gpu_info(device))

@@ -382,13 +382,11 @@ def train(args: Args) -> dict:
                 runner, batch, stats = collect(runner)
                 synchronize(device)
                 t1 = time.perf_counter()
-                losses = update(learn_minibatch, batch, args)
-                synchronize(device)
-                phases, metrics = (t1 - t0, time.perf_counter() - t1), {**stats, **losses}
+                metrics = {**stats, **update(learn_minibatch, batch, args)}
             else:
                 runner, metrics = collect_and_update(runner)
-                synchronize(device)
-                phases = None
+            synchronize(device)
+            phases = (t1 - t0, time.perf_counter() - t1) if args.sync_timing else None
         log.iteration(time.perf_counter() - t0, phases, metrics)
         handed_over.clear()  # the device is done with them: synchronized
     param_count = sum(p.numel() for p in agent.parameters())
