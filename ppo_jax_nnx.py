@@ -1,10 +1,9 @@
 """PPO on gymnax with Flax NNX, one `nnx.jit` per iteration.
 
-Read it beside ppo_jax_linen.py: the same Args, PPO details and arithmetic, but the network is a
-stateful `nnx.Module` that owns its parameters, and `nnx.Optimizer` updates them in place. Rollout,
-GAE and update are still scans compiled into one XLA program per iteration; `nnx.scan` and
-`nnx.jit` carry the modules' state through them. A Python loop over iterations times each one and
-writes a JSON record of where the time went.
+Read it beside ppo_jax_linen.py: the same Args, PPO details and arithmetic, but the network is a stateful
+`nnx.Module` that owns its parameters, and `nnx.Optimizer` updates them in place. Rollout, GAE and update are
+still scans compiled into one XLA program per iteration; `nnx.scan` and `nnx.jit` carry the modules' state
+through them. A Python loop over iterations times each one and writes a JSON record of where the time went.
 
     python ppo_jax_nnx.py --env-id CartPole-v1 --hidden 256,256,256
 """
@@ -87,11 +86,9 @@ class Args:
 class MLP(nnx.Module):
     def __init__(self, in_dim: int, hidden: Sequence[int], out_dim: int, out_gain: float, rngs: nnx.Rngs):
         sizes = (in_dim, *hidden)  # biases: zeros, the default
-        orthogonal = nnx.initializers.orthogonal
-        self.layers = nnx.List(
-            [nnx.Linear(i, o, kernel_init=orthogonal(np.sqrt(2)), rngs=rngs) for i, o in zip(sizes, hidden)]
-        )
-        self.out = nnx.Linear(sizes[-1], out_dim, kernel_init=orthogonal(out_gain), rngs=rngs)
+        init = nnx.initializers.orthogonal
+        self.layers = nnx.List([nnx.Linear(i, o, kernel_init=init(np.sqrt(2)), rngs=rngs) for i, o in zip(sizes, hidden)])
+        self.out = nnx.Linear(sizes[-1], out_dim, kernel_init=init(out_gain), rngs=rngs)
 
     def __call__(self, x):
         for layer in self.layers:
@@ -101,7 +98,6 @@ class MLP(nnx.Module):
 
 class Agent(nnx.Module):
     """Separate actor and critic tanh MLPs; observations are flattened (MinAtar grids are 10x10xC).
-
     Unlike Linen, NNX builds the parameters in the constructor, so it needs the input size now."""
 
     def __init__(self, obs_dim: int, hidden: Sequence[int], num_actions: int, rngs: nnx.Rngs):
@@ -133,9 +129,7 @@ class Transition(NamedTuple):
     bootstrap_value: jax.Array  # V(observation reached before any auto-reset)
 
 
-class Runner(NamedTuple):
-    """What the scans carry besides the agent and its optimizer, which hold their own state."""
-
+class Runner(NamedTuple):  # what the scans carry besides the agent and its optimizer, which hold their own state
     env_state: object
     obs: jax.Array
     episode: EpisodeStats
@@ -175,11 +169,9 @@ def rollout(runner: Runner, agent: Agent, env, env_params, args: Args):
 
 # ---------------------------------------------------------------- compute_gae
 def compute_gae(rewards, values, bootstrap_values, terminated, truncated, gamma, gae_lambda):
-    """GAE over (num_steps, num_envs) arrays, as a reverse scan.
-
-    bootstrap_values[t] is V of the observation that step t reached before any reset, so a
-    truncated episode is bootstrapped and only a termination cuts the value off. Either one ends
-    the episode, which stops the advantage from flowing back across it."""
+    """GAE over (num_steps, num_envs) arrays, as a reverse scan. bootstrap_values[t] is V of the
+    observation step t reached before any reset: a truncation is bootstrapped, only a termination cuts the
+    value off; either one ends the episode, which stops the advantage from flowing back across it."""
 
     def backward(next_advantage, t):
         reward, value, next_value, term, done = t
@@ -271,8 +263,7 @@ def train(args: Args) -> dict:
     num_iterations = args.total_timesteps // batch_size
     grad_steps_per_iteration = args.update_epochs * args.num_minibatches
 
-    key = jax.random.key(args.seed)
-    key, init_key, reset_key = jax.random.split(key, 3)
+    key, init_key, reset_key = jax.random.split(jax.random.key(args.seed), 3)
     obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
     # gymnax's reset leaves some fields weakly typed (MountainCar's velocity is jnp.array(0.0)) and a step
     # makes them strong: a jitted step would trace and compile again on its second call. Strong from the start.
@@ -321,10 +312,10 @@ def train(args: Args) -> dict:
                 runner, batch, stats = jax.block_until_ready(collect_jit(runner))
                 t1 = time.perf_counter()
                 runner, losses = jax.block_until_ready(update_jit(runner, batch, args))
-                phases, metrics = (t1 - t0, time.perf_counter() - t1), {**stats, **losses}
+                metrics = {**stats, **losses}
             else:
                 runner, metrics = jax.block_until_ready(iteration_jit(runner))
-                phases = None
+            phases = (t1 - t0, time.perf_counter() - t1) if args.sync_timing else None
         log.iteration(time.perf_counter() - t0, phases, jax.device_get(metrics))
     param_count = sum(x.size for x in jax.tree.leaves(nnx.state(agent, nnx.Param)))
     return log.record(param_count, num_iterations * grad_steps_per_iteration, {"jax": str(device)}, gpu_info(device))
@@ -338,6 +329,7 @@ import json
 import platform
 import subprocess
 import tempfile
+from jax._src.lib import cuda_versions  # the CUDA plugin's version queries (None without one)
 from tensorboard.compat.proto.event_pb2 import Event
 from tensorboard.plugins.text.summary_v2 import text_pb
 from tensorboard.summary import Writer
@@ -365,9 +357,7 @@ def check_args(args: Args):
     if batch_size % args.num_minibatches:
         raise UsageError(f"num_envs * num_steps = {batch_size} is not divisible by --num-minibatches {args.num_minibatches}")
     if args.total_timesteps < batch_size:
-        raise UsageError(
-            f"--total-timesteps {args.total_timesteps} is smaller than one batch, num_envs * num_steps = {batch_size}"
-        )
+        raise UsageError(f"--total-timesteps {args.total_timesteps} is smaller than one batch of {batch_size} steps")
     if args.env_id == "MNISTBandit-bsuite":
         raise UsageError("MNISTBandit-bsuite downloads MNIST when it is built; it is not supported")
     if args.env_id not in gymnax.registered_envs:
@@ -385,23 +375,18 @@ def check_args(args: Args):
 
 
 def gpu_info(device) -> Optional[dict]:
-    """What a GPU result needs to be read, as jax reports it; None on the CPU."""
+    """What a GPU result needs to be read, as jax reports it (the driver as nvidia-smi does); None on the CPU."""
     if device.platform == "cpu":
         return None
-    from jax._src.lib import cuda_versions  # the CUDA plugin's version queries (None without one)
-
     version = lambda name: getattr(cuda_versions, name, lambda: None)() if cuda_versions else None
     cuda = {"cuda_runtime": version("cuda_runtime_get_version"), "cudnn": version("cudnn_get_version")}
     jax_info = {"device_kind": device.device_kind, "platform_version": device.client.platform_version, **cuda}
-    return {"name": device.device_kind, "driver": driver_version(), "jax": jax_info}
+    driver = run_quietly("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")  # a line per GPU
+    return {"name": device.device_kind, "driver": driver and driver.split()[0], "jax": jax_info}
 
 
-def driver_version() -> Optional[str]:
-    """The NVIDIA driver's version, from nvidia-smi (neither framework reports it)."""
-    out = run_quietly("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")
-    return out and out.split()[0]
-
-
+LIBRARIES = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy")  # the versions the record holds
+HIGH_ON_CPU = "only NVIDIA GPUs have; CPUs fall back differently per framework, so only highest is the same arithmetic"
 COMPILES = []  # one entry per XLA compilation in this process, from jax.monitoring's events
 jax.monitoring.register_event_duration_secs_listener(
     lambda event, duration, **_: COMPILES.append(event) if event == "/jax/core/compile/backend_compile_duration" else None
@@ -409,14 +394,13 @@ jax.monitoring.register_event_duration_secs_listener(
 
 
 class Log:
-    """The untimed bookkeeping of the iterations: the plan line, the progress line, TensorBoard, and
-    the lists of the JSON record."""
+    """The untimed bookkeeping of the iterations: plan and progress lines, TensorBoard, the JSON record."""
 
     def __init__(self, args: Args, device, num_iterations: int, start: float):
         self.args, self.num_iterations, self.start = args, num_iterations, start
         self.batch_size = args.num_envs * args.num_steps
         self.commit = run_quietly("git", "rev-parse", "HEAD")  # now, not at the end: the checkout may move
-        self.durations, self.phases, self.returns, self.finished = [], [], [], []
+        self.durations, self.phases, self.finished = [], [], []
         run = f"runs/{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
         self.writer = Writer(run) if args.tensorboard else None
         if self.writer:  # the hyperparameters as a text summary, as CleanRL writes them
@@ -434,7 +418,6 @@ class Log:
         self.phases.append(phases)
         episodes = int(metrics["episodes"])
         mean_return = float(metrics["return_sum"]) / episodes if episodes else None
-        self.returns.append(mean_return)
         self.finished.append((float(metrics["return_sum"]), episodes))
         done = len(self.durations)
         step, sps = done * self.batch_size, int(done * self.batch_size / sum(self.durations))
@@ -485,14 +468,10 @@ class Log:
             "update_durations": [phases[1] for phases in self.phases] if args.sync_timing else None,
             "total_duration": time.perf_counter() - self.start,
             "compiles_after_first_iteration": len(COMPILES) - self.compiles_after_first,
-            "episodic_return": self.returns,
+            "episodic_return": [s / n if n else None for s, n in self.finished],
             "final_return": sum(s for s, _ in last) / finished if finished else None,
             "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
-
-
-LIBRARIES = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy")  # the versions the record holds
-HIGH_ON_CPU = "only NVIDIA GPUs have; CPUs fall back differently per framework, so only highest is the same arithmetic"
 
 
 def run_quietly(*command: str) -> Optional[str]:
@@ -524,11 +503,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         write_json_atomic(args.json_out, result)
     if not args.quiet:
         durations = result["iteration_durations"]
-        steady, compiles = np.median(durations[1:] or durations), result["compiles_after_first_iteration"]
-        print(
-            f"done: final_return {result['final_return']}  iteration 0 {durations[0]:.3f}s  "
-            f"steady {steady:.4f}s/iteration  compiles after iteration 0: {compiles}"
-        )
+        steady = np.median(durations[1:] or durations)
+        done = f"done: final_return {result['final_return']}  iteration 0 {durations[0]:.3f}s  steady {steady:.4f}s/iteration"
+        print(f"{done}  compiles after iteration 0: {result['compiles_after_first_iteration']}")
     return 0
 
 

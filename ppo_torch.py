@@ -23,7 +23,6 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 # ops of an update, not a rollout's env step. Run one script at a time: spinning threads slow other busy processes.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("GOMP_SPINCOUNT", "3000")
-# (so these imports come after the settings above)
 
 import gymnax
 import jax
@@ -179,9 +178,9 @@ def policy_step(agent: Agent, obs):
     return action, logprobs.gather(-1, action[:, None]).squeeze(-1)
 
 
-def rollout(runner: Runner, act, critic, env_step, totals, handed_over: list, args: Args):
-    """num_steps steps of every env; returns the runner, the Transition, and the episode totals (finished
-    episodes, the sum of their returns, of their lengths), counted on from `totals`.
+def rollout(runner: Runner, act, critic, env_step, handed_over: list, args: Args):
+    """num_steps steps of every env; returns the runner, the Transition, and the episodes that finished: their
+    number, the sum of their returns, of their lengths.
 
     Every buffer one framework hands the other by DLPack goes into `handed_over`, which the caller keeps until the
     iteration's synchronize: neither framework's allocator knows the other's stream, so a buffer freed on the host
@@ -193,34 +192,30 @@ def rollout(runner: Runner, act, critic, env_step, totals, handed_over: list, ar
         # torch -> JAX, zero-copy. int32: JAX runs without x64 and would convert (copy) an int64 action.
         # On GPU, jax.dlpack.from_dlpack makes JAX's stream wait for torch's current stream.
         action_int = action.int()
-        key, env_state, episode, totals, next_obs, outputs = env_step(
-            key, env_state, episode, totals, jax.dlpack.from_dlpack(action_int)
-        )
+        key, env_state, episode, next_obs, outputs = env_step(key, env_state, episode, jax.dlpack.from_dlpack(action_int))
         handed_over += [action_int, next_obs]
         taken.append((obs, action, logprob))
-        env_outputs.append(outputs)  # reward, terminated, truncated, final_obs: stay in JAX until the end
+        env_outputs.append(outputs)  # rewards, ..., finished episodes: stay in JAX until the end
         # JAX -> torch, zero-copy. JAX's __dlpack__ blocks until the buffer is ready on CPU; on GPU it makes
         # torch's current stream wait for it instead (no host sync).
         obs = torch.from_dlpack(next_obs)
     observations, actions, logprobs = map(torch.stack, zip(*taken))
     stacked = stack_steps(env_outputs)
-    handed_over += [stacked, totals]
-    reward, terminated, truncated, final_obs = map(torch.from_dlpack, stacked)
+    handed_over.append(stacked)
+    reward, terminated, truncated, final_obs, returns, lengths, done = map(torch.from_dlpack, stacked)
     # Acting needs only the actor. The critic sees all observations and final observations of the rollout at
     # once (the parameters are the same): one batched call, not 2 * num_steps small ones.
     values, bootstrap_values = critic(torch.cat([observations, final_obs]).flatten(0, 1)).view(2, args.num_steps, -1)
     traj = Transition(observations, actions, logprobs, values, reward, terminated, truncated, bootstrap_values)
-    return Runner(env_state, obs, episode, key), traj, tuple(map(torch.from_dlpack, totals))
+    return Runner(env_state, obs, episode, key), traj, (done.sum(), returns.sum(), lengths.sum())
 
 
 # ---------------------------------------------------------------- compute_gae
 def compute_gae(rewards, values, bootstrap_values, terminated, truncated, gamma, gae_lambda):
     """GAE over (num_steps, num_envs) tensors, as a loop backwards in time (eager in both torch scripts:
-    compiling would unroll the loop, a long compilation for a small part of an iteration).
-
-    bootstrap_values[t] is V of the observation that step t reached before any reset, so a truncated episode
-    is bootstrapped and only a termination cuts the value off. Either one ends the episode, which stops the
-    advantage from flowing back across it."""
+    compiling would unroll the loop, a long compilation for a small part of an iteration). bootstrap_values[t]
+    is V of the observation step t reached before any reset: a truncation is bootstrapped, only a termination
+    cuts the value off; either one ends the episode, which stops the advantage from flowing back across it."""
     deltas = rewards + gamma * bootstrap_values * (1.0 - terminated.float()) - values
     discounts = gamma * gae_lambda * (1.0 - (terminated | truncated).float())
     advantages = torch.empty_like(deltas)
@@ -273,8 +268,7 @@ LOSS_METRICS = ("policy_loss", "value_loss", "entropy", "old_approx_kl", "approx
 
 
 def minibatch_step(agent: Agent, optimizer, batch: Batch, index, args: Args):
-    """One gradient step on the minibatch batch[index]: forward, loss, backward, global-norm clipping, Adam.
-    Returns the loss metrics stacked in one tensor, in LOSS_METRICS order."""
+    """One gradient step on the minibatch batch[index]: forward, loss, backward, global-norm clipping, Adam."""
     mb = Batch(*(x[index] for x in batch))
     logits, value = agent(mb.obs)
     loss, info = ppo_loss(logits, value, mb, args)
@@ -324,19 +318,15 @@ def train(args: Args) -> dict:
     # JAX state committed to the device from the start: a change of placement would retrace env_step.
     episode = EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
     env_state, episode, key = jax.device_put((env_state, episode, key), jax_device)
-    zero_totals = jax.device_put((jnp.int32(0), jnp.float32(0), jnp.int32(0)), jax_device)
     runner = Runner(env_state, obs, episode, key)
     handed_over = []  # buffers handed between the frameworks in this iteration (see rollout)
 
     @jax.jit
-    def env_step(key, env_state, episode, totals, action):
-        """The JAX half of a rollout step, one call: step the envs, add the episodes that finished to totals."""
+    def env_step(key, env_state, episode, action):
+        """The JAX half of a rollout step, one call: split the key, step the envs."""
         key, step_key = jax.random.split(key)
-        obs, env_state, episode, outputs, (returns, lengths, done) = step_envs(
-            env, env_params, step_key, env_state, episode, action
-        )
-        totals = (totals[0] + done.sum(), totals[1] + returns.sum(), totals[2] + lengths.sum())
-        return key, env_state, episode, totals, obs, outputs
+        obs, env_state, episode, outputs, finished = step_envs(env, env_params, step_key, env_state, episode, action)
+        return key, env_state, episode, obs, (*outputs, *finished)
 
     def act(obs):
         return policy_step(agent, obs)
@@ -348,18 +338,15 @@ def train(args: Args) -> dict:
 
     def collect(runner: Runner):
         """Rollout, then GAE; returns the flat batch and the iteration's episode statistics."""
-        learning_rate = lr.clone()
         with torch.no_grad():  # not inference_mode: the batch's tensors take part in the loss
-            runner, traj, (episodes, return_sum, length_sum) = rollout(
-                runner, act, critic, env_step, zero_totals, handed_over, args
-            )
+            runner, traj, (episodes, return_sum, length_sum) = rollout(runner, act, critic, env_step, handed_over, args)
             terminated = traj.terminated if args.bootstrap_truncation else traj.terminated | traj.truncated
             advantages, returns = compute_gae(
                 traj.reward, traj.value, traj.bootstrap_value, terminated, traj.truncated, args.gamma, args.gae_lambda
             )
             flat = (traj.obs, traj.action, traj.logprob, traj.value, advantages, returns)
             batch = Batch(*(x.reshape(batch_size, *x.shape[2:]) for x in flat))
-            stats = dict(episodes=episodes, return_sum=return_sum, length_sum=length_sum, learning_rate=learning_rate)
+            stats = dict(episodes=episodes, return_sum=return_sum, length_sum=length_sum, learning_rate=lr.clone())
             stats["explained_variance"] = 1 - (returns - traj.value).var(correction=0) / returns.var(correction=0)
         return runner, batch, stats
 
@@ -379,13 +366,11 @@ def train(args: Args) -> dict:
                 runner, batch, stats = collect(runner)
                 synchronize(device)
                 t1 = time.perf_counter()
-                losses = update(learn_minibatch, batch, args)
-                synchronize(device)
-                phases, metrics = (t1 - t0, time.perf_counter() - t1), {**stats, **losses}
+                metrics = {**stats, **update(learn_minibatch, batch, args)}
             else:
                 runner, metrics = collect_and_update(runner)
-                synchronize(device)
-                phases = None
+            synchronize(device)
+            phases = (t1 - t0, time.perf_counter() - t1) if args.sync_timing else None
         log.iteration(time.perf_counter() - t0, phases, metrics)
         handed_over.clear()  # the device is done with them: synchronized
     param_count = sum(p.numel() for p in agent.parameters())
@@ -402,6 +387,7 @@ import json
 import platform
 import subprocess
 import tempfile
+from jax._src.lib import cuda_versions  # the CUDA plugin's version queries (None without one)
 from tensorboard.compat.proto.event_pb2 import Event
 from tensorboard.plugins.text.summary_v2 import text_pb
 from tensorboard.summary import Writer
@@ -429,9 +415,7 @@ def check_args(args: Args):
     if batch_size % args.num_minibatches:
         raise UsageError(f"num_envs * num_steps = {batch_size} is not divisible by --num-minibatches {args.num_minibatches}")
     if args.total_timesteps < batch_size:
-        raise UsageError(
-            f"--total-timesteps {args.total_timesteps} is smaller than one batch, num_envs * num_steps = {batch_size}"
-        )
+        raise UsageError(f"--total-timesteps {args.total_timesteps} is smaller than one batch of {batch_size} steps")
     if args.env_id == "MNISTBandit-bsuite":
         raise UsageError("MNISTBandit-bsuite downloads MNIST when it is built; it is not supported")
     if args.env_id not in gymnax.registered_envs:
@@ -455,29 +439,22 @@ def check_args(args: Args):
 
 
 def gpu_info(device: torch.device, jax_device) -> Optional[dict]:
-    """What a GPU result needs to be read, as each framework reports it; None on the CPU."""
+    """What a GPU result needs to be read, as each framework reports it (the driver as nvidia-smi does); None on the CPU."""
     if device.type == "cpu":
         return None
-    from jax._src.lib import cuda_versions  # the CUDA plugin's version queries (None without one)
-
     version = lambda name: getattr(cuda_versions, name, lambda: None)() if cuda_versions else None
     cuda = {"cuda_runtime": version("cuda_runtime_get_version"), "cudnn": version("cudnn_get_version")}
     jax_info = {"device_kind": jax_device.device_kind, "platform_version": jax_device.client.platform_version, **cuda}
     torch_info = {"cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version()}
-    return {"name": torch.cuda.get_device_name(device), "driver": driver_version(), "torch": torch_info, "jax": jax_info}
-
-
-def driver_version() -> Optional[str]:
-    """The NVIDIA driver's version, from nvidia-smi (neither framework reports it)."""
-    out = run_quietly("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")
-    return out and out.split()[0]
+    driver = run_quietly("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")  # a line per GPU
+    driver = driver and driver.split()[0]
+    return {"name": torch.cuda.get_device_name(device), "driver": driver, "torch": torch_info, "jax": jax_info}
 
 
 def synchronize(device: torch.device):
-    """Wait for the device. On CPU there is nothing to wait for: torch runs each op before it returns, and every
-    JAX output the iteration uses was awaited when DLPack handed it to torch. On GPU, torch.cuda.synchronize waits
-    for all streams of the device, JAX's included (one CUDA context): the one sync an iteration ends with, so
-    --sync-debug's trap is off for it."""
+    """Wait for the device. On CPU there is nothing to wait for: torch runs each op before it returns, and DLPack
+    awaited every JAX output it handed to torch. On GPU, torch.cuda.synchronize waits for all streams of the device,
+    JAX's included (one CUDA context): the one sync an iteration ends with, so --sync-debug's trap is off for it."""
     if device.type == "cuda":
         mode = torch.cuda.get_sync_debug_mode()
         torch.cuda.set_sync_debug_mode(0)
@@ -494,6 +471,8 @@ def cuda_sync_debug(on: bool) -> contextlib.ExitStack:
     return trap
 
 
+LIBRARIES = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy", "torch")  # the versions the record holds
+HIGH_ON_CPU = "only NVIDIA GPUs have; CPUs fall back differently per framework, so only highest is the same arithmetic"
 COMPILES = []  # one entry per XLA compilation in this process, from jax.monitoring's events
 jax.monitoring.register_event_duration_secs_listener(
     lambda event, duration, **_: COMPILES.append(event) if event == "/jax/core/compile/backend_compile_duration" else None
@@ -501,14 +480,13 @@ jax.monitoring.register_event_duration_secs_listener(
 
 
 class Log:
-    """The untimed bookkeeping of the iterations: the plan line, the progress line, TensorBoard, and
-    the lists of the JSON record."""
+    """The untimed bookkeeping of the iterations: plan and progress lines, TensorBoard, the JSON record."""
 
     def __init__(self, args: Args, device, num_iterations: int, start: float):
         self.args, self.num_iterations, self.start = args, num_iterations, start
         self.batch_size = args.num_envs * args.num_steps
         self.commit = run_quietly("git", "rev-parse", "HEAD")  # now, not at the end: the checkout may move
-        self.durations, self.phases, self.returns, self.finished = [], [], [], []
+        self.durations, self.phases, self.finished = [], [], []
         run = f"runs/{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
         self.writer = Writer(run) if args.tensorboard else None
         if self.writer:  # the hyperparameters as a text summary, as CleanRL writes them
@@ -527,7 +505,6 @@ class Log:
         metrics = dict(zip(metrics, torch.stack([x.float() for x in metrics.values()]).tolist()))  # one fetch
         episodes = int(metrics["episodes"])
         mean_return = float(metrics["return_sum"]) / episodes if episodes else None
-        self.returns.append(mean_return)
         self.finished.append((float(metrics["return_sum"]), episodes))
         done = len(self.durations)
         step, sps = done * self.batch_size, int(done * self.batch_size / sum(self.durations))
@@ -578,14 +555,10 @@ class Log:
             "update_durations": [phases[1] for phases in self.phases] if args.sync_timing else None,
             "total_duration": time.perf_counter() - self.start,
             "compiles_after_first_iteration": len(COMPILES) - self.compiles_after_first,
-            "episodic_return": self.returns,
+            "episodic_return": [s / n if n else None for s, n in self.finished],
             "final_return": sum(s for s, _ in last) / finished if finished else None,
             "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
-
-
-LIBRARIES = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy", "torch")  # the versions the record holds
-HIGH_ON_CPU = "only NVIDIA GPUs have; CPUs fall back differently per framework, so only highest is the same arithmetic"
 
 
 def run_quietly(*command: str) -> Optional[str]:
@@ -617,11 +590,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         write_json_atomic(args.json_out, result)
     if not args.quiet:
         durations = result["iteration_durations"]
-        steady, compiles = np.median(durations[1:] or durations), result["compiles_after_first_iteration"]
-        print(
-            f"done: final_return {result['final_return']}  iteration 0 {durations[0]:.3f}s  "
-            f"steady {steady:.4f}s/iteration  compiles after iteration 0: {compiles}"
-        )
+        steady = np.median(durations[1:] or durations)
+        done = f"done: final_return {result['final_return']}  iteration 0 {durations[0]:.3f}s  steady {steady:.4f}s/iteration"
+        print(f"{done}  compiles after iteration 0: {result['compiles_after_first_iteration']}")
     return 0
 
 

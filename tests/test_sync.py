@@ -155,15 +155,25 @@ def test_sync_debug_traps_host_syncs_in_the_timed_work_and_not_the_final_synchro
 def test_the_driver_version_comes_from_nvidia_smi_or_is_null(variant, monkeypatch):
     module = load(variant)
     import subprocess
+    import types
 
+    # A GPU as the frameworks describe it, faked: gpu_info reads its driver version from nvidia-smi.
+    jax_gpu = types.SimpleNamespace(platform="gpu", device_kind="GPU", client=types.SimpleNamespace(platform_version="cuda"))
+    if variant.startswith("torch"):
+        import torch
+
+        monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "GPU")
+        driver_version = lambda: module.gpu_info(torch.device("cuda"), jax_gpu)["driver"]
+    else:
+        driver_version = lambda: module.gpu_info(jax_gpu)["driver"]
     reply = lambda code, out: lambda *a, **k: subprocess.CompletedProcess(a, code, out, "")
     monkeypatch.setattr(module.subprocess, "run", reply(0, "550.54.15\n550.54.15\n"))  # one line per GPU
-    assert module.driver_version() == "550.54.15"
+    assert driver_version() == "550.54.15"
     monkeypatch.setattr(module.subprocess, "run", reply(9, ""))  # nvidia-smi without a driver
-    assert module.driver_version() is None
+    assert driver_version() is None
 
     def missing(*args, **kwargs):
         raise FileNotFoundError("nvidia-smi")
 
     monkeypatch.setattr(module.subprocess, "run", missing)
-    assert module.driver_version() is None
+    assert driver_version() is None
