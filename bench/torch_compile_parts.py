@@ -142,7 +142,10 @@ def main(argv=None) -> int:
         if path.exists():
             continue
         began = time.perf_counter()
+        counters = list(torch._dynamo.callback_handler.start_callbacks)  # reset() drops the script's compile counter
         torch.compiler.reset()  # each seed compiles afresh, as in a process of its own
+        for counter in counters:
+            torch._dynamo.callback_handler.register_start_callback(counter)
         record = script.train(script.Args(seed=seed, cuda=False, tensorboard=False, quiet=True))
         record["compiled_parts"] = parts
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
