@@ -485,8 +485,9 @@ def run_quietly(*command: str) -> Optional[str]:
 
 def write_json_atomic(path: str, record: dict) -> None:
     """Write to a temporary file beside `path`, then rename: readers never see half a file."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(os.path.abspath(path)), suffix=".tmp", delete=False) as f:
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=directory, prefix=".tmp-", suffix=".json", delete=False) as f:
         json.dump(record, f, indent=1)
     os.replace(f.name, path)
 
