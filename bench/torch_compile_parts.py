@@ -14,10 +14,10 @@ rate). So --parts none is ppo_torch.py but for the sampler's and the compiled sc
 settings belongs to the parts that differ. Writes one record per seed (the script's own record, with
 `compiled_parts` added), atomically; a seed whose record exists is skipped.
 
-    python bench/torch_compile_parts.py --summary results/torch_compile_parts --eager DIR --compiled DIR
+    python bench/torch_compile_parts.py --summary results/torch_compile_parts --learn results/records/learn/learn
 
 compares every --parts setting found, and the whole compiled script, with eager torch (the learn
-preset's records in DIR: torch__*.json and torch_compile__*.json) as plot.py compares variants: the
+preset's records in --learn: torch__*.json and torch_compile__*.json) as plot.py compares variants: the
 probability that a run of the setting ends higher than an eager one (rliable) and the difference in
 the share of runs ending below plot.COLLAPSED, each with its 95% bootstrap interval.
 """
