@@ -19,7 +19,8 @@ settings belongs to the parts that differ. Writes one record per seed (the scrip
 compares every --parts setting found, and the whole compiled script, with eager torch (the learn
 preset's records in --learn: torch__*.json and torch_compile__*.json) as plot.py compares variants: the
 probability that a run of the setting ends higher than an eager one (rliable) and the difference in
-the share of runs ending below plot.COLLAPSED, each with its 95% bootstrap interval.
+the share of runs ending below plot.COLLAPSED, each with its 95% interval (rliable's bootstrap; Newcombe's
+score interval for the share).
 """
 
 import argparse
@@ -74,7 +75,8 @@ def summary(directory: Path, learn: Path) -> str:
     n_below = int(np.sum(np.array(eager) < plot.COLLAPSED))
     header = (
         f"Eager torch (ppo_torch.py): {len(eager)} seeds, mean {np.mean(eager):.1f}, {n_below}/{len(eager)} below "
-        f"{plot.COLLAPSED}. Each row: the runs with those parts compiled, against eager torch; intervals 95% bootstrap.\n\n"
+        f"{plot.COLLAPSED}. Each row: the runs with those parts compiled, against eager torch; 95% intervals: rliable's "
+        "bootstrap for the probability, Newcombe's score interval for the share.\n\n"
     )
     return header + plot.table(
         [

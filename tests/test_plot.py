@@ -303,6 +303,25 @@ def test_a_known_ratio_is_found_with_the_verdict_its_interval_allows(tmp_path, t
     assert cell[1:] == [str(blocks), verdict]
 
 
+@pytest.mark.parametrize(
+    "a, b, expected",
+    [
+        ((56, 70), (48, 80), (0.2, 0.0524, 0.3339)),  # the published method-10 values (Newcombe 1998)
+        ((9, 10), (3, 10), (0.6, 0.1705, 0.8090)),
+        ((4, 30), (0, 30), (0.1333, -0.0057, 0.2968)),  # none of b's runs collapsed: 0 stays possible
+    ],
+)
+def test_the_collapse_share_interval_is_newcombes(a, b, expected):
+    runs = lambda collapsed, n: [300.0] * collapsed + [500.0] * (n - collapsed)
+    assert plot.collapse_difference(runs(*a), runs(*b)) == pytest.approx(expected, abs=1e-4)
+
+
+def test_the_same_runs_give_the_same_learning_intervals():
+    finals = {"jax_linen": [500.0, 480, 470, 490, 499, 455], "torch": [500.0, 300, 495, 488, 470, 420]}
+    first, again = (plot.learning_statistics(finals) for _ in range(2))
+    assert first == again
+
+
 def test_records_of_two_devices_give_two_reports_and_no_ratio_across_them(tmp_path, capsys):
     d = tmp_path / "sweep"
     timed_runs(d, [0.1] * 4, [0.2] * 4)  # on the CPU: torch takes 2x jax_linen's time
