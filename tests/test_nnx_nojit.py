@@ -5,7 +5,8 @@
   Equinox's eqx.filter_jit.
 - "No jit" means eager execution, not recompilation: no program of the script's own is compiled,
   nothing is compiled after iteration 0, and the arithmetic is exactly Linen's.
-- The NNX and Equinox networks are Linen's network: same layers, same initialization scheme, same outputs.
+- The NNX and Equinox networks are Linen's network: same layers, same initialization scheme, same outputs;
+  and started from Linen's initial parameters, their training runs are Linen's run.
 """
 
 import collections
@@ -17,6 +18,7 @@ import numpy as np
 import pytest
 
 from conftest import JIT_VARIANTS, load, needs
+from same_start import start_from_linen, with_layers  # bench/, on the path conftest sets
 
 # Short enough for eager execution (6 iterations of 32 envs x 32 steps, 16 gradient steps each),
 # with a learning rate high enough that CartPole returns clearly rise within it.
@@ -147,19 +149,6 @@ def layers_of(variant: str, agent, name: str) -> list:
     return [(layer.weight.T, layer.bias) for layer in mlp.layers]  # Equinox's weight is (out, in)
 
 
-def with_layers(variant: str, agent, name: str, params: list):
-    """The agent with the actor's or critic's layers set to params, [(kernel (in, out), bias), ...]."""
-    mlp = getattr(agent, name)
-    if variant == "jax_nnx":  # NNX modules are updated in place
-        for layer, (kernel, bias) in zip([*mlp.layers, mlp.out], params):
-            layer.kernel[...], layer.bias[...] = kernel, bias
-        return agent
-    import equinox as eqx
-
-    leaves = lambda a: [x for layer in getattr(a, name).layers for x in (layer.weight, layer.bias)]
-    return eqx.tree_at(leaves, agent, [x for kernel, bias in params for x in (jnp.asarray(kernel).T, bias)])
-
-
 @pytest.mark.parametrize("variant", [v for v in ("jax_nnx", "jax_equinox") if v in JIT_VARIANTS])
 @needs("jax_linen")
 def test_network_is_linens_network(variant):
@@ -189,3 +178,18 @@ def test_network_is_linens_network(variant):
     np.testing.assert_allclose(value, expected_value, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(agent.value(obs), value, rtol=1e-6, atol=1e-6)
     assert logits.dtype == value.dtype == jnp.float32
+
+
+@pytest.mark.parametrize("variant", [v for v in ("jax_nnx", "jax_equinox") if v in JIT_VARIANTS])
+@needs("jax_linen")
+def test_started_from_linens_parameters_it_runs_linens_run(variant, monkeypatch):
+    """The same seed draws the same actions, permutations and env steps in every JAX script; only the initial
+    parameters differ by framework. Given Linen's, the variant must give Linen's returns, iteration by
+    iteration: the same PPO, so that how the variants learn can differ only through where they start."""
+    linen, module = load("jax_linen"), load(variant)
+    monkeypatch.setattr(module, "Agent", module.Agent)  # put back after the test
+    start_from_linen(variant, module, linen, seed=1)
+    record = module.train(module.Args(**RISE))
+    reference, _ = rise_run("jax_linen")
+    assert record["args"]["seed"] == reference["args"]["seed"] == 1
+    np.testing.assert_allclose(record["episodic_return"], reference["episodic_return"], rtol=1e-4)
