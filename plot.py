@@ -543,13 +543,11 @@ def iqm_over_runs(scores):
 def interval_estimates(scores: dict, func, reps: int = RLIABLE_REPS):
     """rliable's point estimates and stratified-bootstrap intervals, the same for the same scores."""
     # rliable's bootstraps draw their resamples from NumPy's global generator (np.random.choice in their
-    # update_indices), whatever random_state says: seed that one for the call, and give its state back.
+    # update_indices) and ignore their random_state: seed the global one for the call, and give its state back.
     state = np.random.get_state()
     np.random.seed(SEED)
     try:
-        with warnings.catch_warnings():  # rliable hands arch a RandomState, which arch 7 takes with a FutureWarning
-            warnings.simplefilter("ignore", FutureWarning)
-            return rly.get_interval_estimates(scores, func, reps=reps, random_state=np.random.RandomState(SEED))
+        return rly.get_interval_estimates(scores, func, reps=reps)
     finally:
         np.random.set_state(state)
 

@@ -23,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 from sync_traps import HostSync, trapped_host_reads  # noqa: E402
+from load_script import load  # noqa: E402
 
 SCRIPTS = {
     "jax_linen": "ppo_jax_linen.py",
@@ -46,14 +47,6 @@ SHORT = dict(
 )
 
 
-def load(variant: str):
-    spec = importlib.util.spec_from_file_location(f"benchback_{variant}", ROOT / SCRIPTS[variant])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dynamo and tyro look modules up by name
-    spec.loader.exec_module(module)
-    return module
-
-
 def gpu_visible() -> dict:
     """Which frameworks see a GPU."""
     import jax
@@ -74,7 +67,7 @@ def check(variant: str, expect_gpu: bool) -> dict:
     """One variant's row of the table."""
     row = {"variant": variant, "devices": "-", "compiles after 0": "-", "host syncs": "-", "result": "ok"}
     try:
-        module = load(variant)
+        module = load(SCRIPTS[variant], f"benchback_{variant}")
         with trapped_host_reads(torch_too=variant.startswith("torch"), scalar_reads=variant == "torch") as trapped:
             extra = {"sync_debug": True} if variant.startswith("torch") else {}  # CUDA's own trap, on a GPU
             record = module.train(module.Args(**SHORT, cuda=True, **extra))

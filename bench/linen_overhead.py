@@ -11,14 +11,12 @@ load on the machine does not decide the ratio.
 """
 
 import dataclasses
-import json
 import os
 import statistics
 import sys
 import time
 
 import flax.linen as nn
-import gymnax
 import jax
 import jax.numpy as jnp
 import numpy as np

@@ -14,7 +14,6 @@ iterations and the first that differs.
 """
 
 import argparse
-import importlib.util
 import json
 import os
 import sys
@@ -24,6 +23,8 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from load_script import load  # bench/, the directory of this file
 
 ROOT = Path(__file__).resolve().parent.parent
 QUIET = dict(cuda=False, tensorboard=False, quiet=True)
@@ -72,14 +73,6 @@ def nudge_one_weight(linen):
     linen.Agent = Nudged
 
 
-def load(variant: str, name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / f"ppo_{variant}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def compare(reference: dict, record: dict) -> dict:
     a, b = (np.array(r["episodic_return"], dtype=float) for r in (reference, record))
     equal = np.isclose(a, b, rtol=1e-4, equal_nan=True)
@@ -101,16 +94,16 @@ def main(argv=None) -> int:
     except ValueError:
         print(f"error: --seeds must be comma-separated integers; got {args.seeds!r}", file=sys.stderr)
         return 2
-    linen = load("jax_linen", "benchback_jax_linen")
+    linen = load("ppo_jax_linen.py", "benchback_jax_linen")
     result = {}
     for seed in seeds:
         reference = linen.train(linen.Args(seed=seed, **QUIET))
         runs = {}
         for variant in ("jax_nnx", "jax_equinox"):
-            module = load(variant, f"benchback_{variant}_{seed}")
+            module = load(f"ppo_{variant}.py", f"benchback_{variant}_{seed}")
             start_from_linen(variant, module, linen, seed)
             runs[f"{variant} from Linen's parameters"] = module.train(module.Args(seed=seed, **QUIET))
-        nudged = load("jax_linen", f"benchback_jax_linen_nudged_{seed}")
+        nudged = load("ppo_jax_linen.py", f"benchback_jax_linen_nudged_{seed}")
         nudge_one_weight(nudged)
         runs["jax_linen, one weight +1 ulp"] = nudged.train(nudged.Args(seed=seed, **QUIET))
         result[str(seed)] = {setting: compare(reference, record) for setting, record in runs.items()}

@@ -18,7 +18,6 @@ Prints a summary and writes a JSON record (atomically).
 
 import argparse
 import copy
-import importlib.util
 import json
 import os
 import sys
@@ -27,15 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
+from load_script import load  # bench/, the directory of this file
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def load(name: str, script: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / script)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dynamo and tyro look modules up by name
-    spec.loader.exec_module(module)
-    return module
 
 
 def closure(compiled_function) -> dict:
@@ -118,7 +111,7 @@ def main(argv=None) -> int:
     if args.iterations <= 0:
         print(f"error: --iterations must be positive; got {args.iterations}", file=sys.stderr)
         return 2
-    compiled = load("benchback_torch_compile", "ppo_torch_compile.py")
+    compiled = load("ppo_torch_compile.py", "benchback_torch_compile")
     import torch
 
     per_iteration, samples = [], []

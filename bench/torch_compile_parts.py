@@ -24,13 +24,14 @@ score interval for the share).
 """
 
 import argparse
-import importlib.util
 import json
 import os
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from load_script import load  # bench/, the directory of this file
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTS = {"policy": "act", "critic": "value", "update": "learn_minibatch"}  # part -> compiled function's name
@@ -132,10 +133,7 @@ def main(argv=None) -> int:
     if "update" not in parts:
         real_adam = torch.optim.Adam
         torch.optim.Adam = lambda params, lr, eps, **_: real_adam(params, lr=lr, eps=eps, fused=True)
-    spec = importlib.util.spec_from_file_location("benchback_torch_compile", ROOT / "ppo_torch_compile.py")
-    script = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = script  # dynamo and tyro look modules up by name
-    spec.loader.exec_module(script)
+    script = load("ppo_torch_compile.py", "benchback_torch_compile")
 
     directory = Path(args.out) / (args.parts.replace(",", "+"))
     directory.mkdir(parents=True, exist_ok=True)

@@ -272,10 +272,10 @@ def test_gpu_check_fails_on_a_host_sync():
             "-c",
             f"""
 import sys; sys.path.insert(0, {str(ROOT / "bench")!r}); import gpu_check
-module = gpu_check.load("torch")
+module = gpu_check.load(gpu_check.SCRIPTS["torch"], "benchback_torch")
 gae = module.compute_gae
 module.compute_gae = lambda r, *a: (r.sum().item(), gae(r, *a))[1]
-gpu_check.load = lambda variant: module
+gpu_check.load = lambda script, name: module
 sys.exit(gpu_check.main(["--variants", "torch"]))
 """,
         ],

@@ -5,7 +5,6 @@ import datetime
 import platform
 import subprocess
 
-import numpy as np
 import pytest
 
 from conftest import JIT_VARIANTS, ROOT, load, read_json, run_script, tensorboard_events
