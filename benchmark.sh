@@ -352,8 +352,18 @@ os.replace(tmp, path)
 EOF
 }
 
+# stop_run: stop the run in flight, if any. Every background job of this shell, not a stored pid:
+# a signal can arrive between starting the run and storing its pid.
+stop_run() {
+  local pids
+  pids=$(jobs -p)
+  [[ -z $pids ]] && return 0
+  # shellcheck disable=SC2086  # one pid per word
+  kill -TERM $pids 2>/dev/null || true
+  wait 2>/dev/null || true
+}
+
 # run_one INDEX: run it under the time limit; print the outcome; on failure write the record.
-CHILD=
 run_one() {
   local i=$1 file="$OUT/${R_NAME[$1]}.json" log="$OUT/logs/${R_NAME[$1]}"
   local variant=${R_VARIANT[i]}
@@ -368,9 +378,7 @@ run_one() {
   # crash, a CI job cancelled) kills the run too rather than leaving it behind; the run is
   # killed 30 s after its limit if it ignores the TERM.
   timeout --foreground --kill-after=30 "$TIMEOUT" "${cmd[@]}" >"$log.stdout" 2>"$log.stderr" &
-  CHILD=$!
-  wait "$CHILD" || rc=$?
-  CHILD=
+  wait $! || rc=$?
   duration=$(($(now_s) - start))
   if ((rc == 0)) && [[ $(record_status "$file") == ok ]]; then
     echo "ok in ${duration}s"; return 0
@@ -397,7 +405,7 @@ summary() {
 
 on_signal() {
   trap - INT TERM
-  if [[ -n $CHILD ]]; then kill -TERM "$CHILD" 2>/dev/null || true; wait "$CHILD" 2>/dev/null || true; fi
+  stop_run
   echo
   echo "interrupted: the run in flight was stopped and wrote nothing; rerun the same command to resume"
   summary
@@ -582,7 +590,7 @@ start_slot() {
   local s=$1 i=$2 dev=
   ((${#DEVICES[@]} == 0)) || dev=${DEVICES[s % ${#DEVICES[@]}]}
   (
-    trap 'if [[ -n $CHILD ]]; then kill -TERM "$CHILD" 2>/dev/null; wait "$CHILD" 2>/dev/null; fi; exit 130' INT TERM
+    trap 'stop_run; exit 130' INT TERM
     [[ -z $dev ]] || export CUDA_VISIBLE_DEVICES=$dev
     rc=0
     claim_and_run "$i" >"$MSG/$s.out" 2>&1 || rc=$?

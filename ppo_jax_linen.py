@@ -319,7 +319,6 @@ import importlib.metadata
 import json
 import platform
 import subprocess
-import tempfile
 from jax._src.lib import cuda_versions  # the CUDA plugin's version queries (None without one)
 from tensorboard.compat.proto.event_pb2 import Event
 from tensorboard.plugins.text.summary_v2 import text_pb
@@ -349,11 +348,9 @@ def check_args(args: Args):
         raise UsageError(f"num_envs * num_steps = {batch_size} is not divisible by --num-minibatches {args.num_minibatches}")
     if args.total_timesteps < batch_size:
         raise UsageError(f"--total-timesteps {args.total_timesteps} is smaller than one batch of {batch_size} steps")
-    if args.env_id == "MNISTBandit-bsuite":
-        raise UsageError("MNISTBandit-bsuite downloads MNIST when it is built; it is not supported")
-    if args.env_id not in gymnax.registered_envs:
-        valid = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]
-        raise UsageError(f"unknown --env-id {args.env_id!r}; valid ids: {', '.join(valid)}")
+    supported = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]  # that one downloads MNIST when built
+    if args.env_id not in supported:
+        raise UsageError(f"unsupported --env-id {args.env_id!r}; gymnax ids: {', '.join(supported)}")
     env, env_params = gymnax.make(args.env_id)
     if not isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete):
         raise UsageError(f"{args.env_id} has continuous actions; only discrete-action environments are supported")
@@ -361,7 +358,7 @@ def check_args(args: Args):
     if args.cuda and device.platform == "cpu":
         print("no GPU visible to jax: running on the CPU", file=sys.stderr)
     if args.matmul_precision == "high" and device.platform == "cpu":
-        raise UsageError(f"--matmul-precision high means TF32, which {HIGH_ON_CPU}")
+        raise UsageError("--matmul-precision high (TF32) needs an NVIDIA GPU: on CPUs only highest is the same arithmetic")
     return hidden, env, env_params, device
 
 
@@ -377,7 +374,6 @@ def gpu_info(device) -> Optional[dict]:
 
 
 LIBRARIES = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy")  # the versions the record holds
-HIGH_ON_CPU = "only NVIDIA GPUs have; CPUs fall back differently per framework, so only highest is the same arithmetic"
 COMPILES = []  # one entry per XLA compilation in this process, from jax.monitoring's events
 jax.monitoring.register_event_duration_secs_listener(
     lambda event, duration, **_: COMPILES.append(event) if event == "/jax/core/compile/backend_compile_duration" else None
@@ -389,7 +385,6 @@ class Log:
 
     def __init__(self, args: Args, device, num_iterations: int, start: float):
         self.args, self.num_iterations, self.start = args, num_iterations, start
-        self.batch_size = args.num_envs * args.num_steps
         self.commit = run_quietly("git", "rev-parse", "HEAD")  # now, not at the end: the checkout may move
         self.durations, self.phases, self.finished = [], [], []
         run = f"runs/{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
@@ -411,7 +406,8 @@ class Log:
         mean_return = float(metrics["return_sum"]) / episodes if episodes else None
         self.finished.append((float(metrics["return_sum"]), episodes))
         done = len(self.durations)
-        step, sps = done * self.batch_size, int(done * self.batch_size / sum(self.durations))
+        step = done * self.args.num_envs * self.args.num_steps
+        sps = int(step / sum(self.durations))
         if self.writer:
             if episodes:
                 self.writer.add_scalar("charts/episodic_return", mean_return, step)
@@ -438,9 +434,8 @@ class Log:
             "schema_version": 1,
             "variant": VARIANT,
             "status": "ok",
-            "env_id": args.env_id,
+            **{name: getattr(args, name) for name in ("env_id", "seed", "matmul_precision", "sync_timing")},  # also in args
             "hidden": list(parse_hidden(args.hidden)),
-            "seed": args.seed,
             "args": dataclasses.asdict(args),
             "device": gpu["name"] if gpu else "cpu",
             "devices": devices,
@@ -448,11 +443,9 @@ class Log:
             "host": platform.node(),
             "versions": {"python": platform.python_version(), **{n: importlib.metadata.version(n) for n in LIBRARIES}},
             "git_commit": self.commit,
-            "matmul_precision": args.matmul_precision,
             "param_count": param_count,
-            "env_steps": len(self.durations) * self.batch_size,
+            "env_steps": len(self.durations) * args.num_envs * args.num_steps,
             "grad_steps": grad_steps,
-            "sync_timing": args.sync_timing,
             "setup_duration": self.setup_duration,
             "iteration_durations": self.durations,
             "rollout_durations": [phases[0] for phases in self.phases] if args.sync_timing else None,
@@ -475,12 +468,12 @@ def run_quietly(*command: str) -> Optional[str]:
 
 
 def write_json_atomic(path: str, record: dict) -> None:
-    """Write to a temporary file beside `path`, then rename: readers never see half a file."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=directory, prefix=".tmp-", suffix=".json", delete=False) as f:
+    """Write a temporary file beside `path`, then rename it: readers never see half a file."""
+    temporary = os.path.join(os.path.dirname(os.path.abspath(path)), f".tmp-{os.getpid()}.json")
+    os.makedirs(os.path.dirname(temporary), exist_ok=True)
+    with open(temporary, "w") as f:
         json.dump(record, f, indent=1)
-    os.replace(f.name, path)
+    os.replace(temporary, path)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -14,13 +14,11 @@ import sys
 import time
 from typing import Literal, NamedTuple, Optional, Sequence
 
-# JAX takes 75% of the GPU's memory when it first uses the GPU, unless told to allocate on demand; torch shares
-# the card in this process. It must be set before jax initializes.
+# Before jax initializes: JAX would take 75% of the GPU's memory at once; torch shares the card, so on demand.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-# After each parallel op torch's OpenMP threads busy-wait for the next one, by default for milliseconds, taking the
-# cores that JAX needs for the env step. Never busy-waiting (PASSIVE) costs a wake-up per op instead. So they spin
-# ~30 us (GOMP_SPINCOUNT, GNU OpenMP's, which torch's Linux wheels use; it overrides PASSIVE): enough to bridge the
-# ops of an update, not a rollout's env step. Run one script at a time: spinning threads slow other busy processes.
+# torch's OpenMP threads busy-wait for milliseconds after each op, taking the cores JAX's env step needs. They spin
+# ~30 us instead (GOMP_SPINCOUNT, GNU OpenMP's, which torch's Linux wheels use; it overrides PASSIVE): enough to
+# bridge the ops of an update, not a rollout's env step. Never spinning (PASSIVE) would cost a wake-up per op.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("GOMP_SPINCOUNT", "3000")
 
@@ -181,12 +179,10 @@ def policy_step(agent: Agent, obs):
 
 
 def rollout(runner: Runner, act, critic, env_step, handed_over: list, args: Args):
-    """num_steps steps of every env; returns the runner, the Transition, and the episodes that finished: their
-    number, the sum of their returns, of their lengths.
-
-    Every buffer one framework hands the other by DLPack goes into `handed_over`, which the caller keeps until the
-    iteration's synchronize: neither framework's allocator knows the other's stream, so a buffer freed on the host
-    once its last reference goes could be reused while a kernel queued on the other stream still reads it."""
+    """num_steps steps of every env; returns the runner, the Transition, and the finished episodes' count, return
+    sum and length sum. Every buffer handed between the frameworks by DLPack goes into `handed_over`, kept until the
+    iteration's synchronize: neither allocator knows the other's stream, so a buffer freed on the host once its last
+    reference goes could be reused while a kernel queued on the other stream still reads it."""
     env_state, obs, episode, key = runner
     taken, env_outputs = [], []
     for _ in range(args.num_steps):
@@ -303,10 +299,9 @@ def train(args: Args) -> dict:
     hidden, env, env_params, device, jax_device = check_args(args)
     jax.config.update("jax_default_device", jax_device)
     torch.set_float32_matmul_precision(args.matmul_precision)  # highest: float32; high: TF32, as JAX's tensorfloat32
-    # On CPU the compiled code is called from a C++ wrapper instead of Python: less overhead per call.
-    torch._inductor.config.cpp_wrapper = device.type == "cpu"
-    # Dynamo traces loss.backward() into the update's graph (an opt-in flag; by default it breaks the graph there
-    # and compiles the backward apart): forward, backward and clipping are one graph.
+    torch._inductor.config.cpp_wrapper = device.type == "cpu"  # compiled code called from C++, not Python: less overhead
+    # Dynamo traces loss.backward() into the update's graph (opt-in; by default it breaks the graph there and
+    # compiles the backward apart): forward, backward and clipping are one graph.
     torch._dynamo.config.trace_autograd_ops = True
     batch_size = args.num_envs * args.num_steps
     num_iterations = args.total_timesteps // batch_size
@@ -322,8 +317,7 @@ def train(args: Args) -> dict:
     agent = Agent(obs[0].numel(), hidden, env.action_space(env_params).n).to(device)
     # The learning rate lives in a tensor that the schedule updates in place.
     lr = torch.tensor(args.learning_rate, device=device)
-    # The foreach Adam, which inductor compiles into the update (the fused one is opaque to dynamo: a graph break);
-    # capturable, as a tensor learning rate requires of it.
+    # foreach Adam, which inductor compiles into the update (fused is opaque to dynamo); capturable for a tensor lr
     optimizer = torch.optim.Adam(agent.parameters(), lr=lr, eps=1e-5, foreach=True, capturable=True)
     # JAX state committed to the device from the start: a change of placement would retrace env_step.
     episode = EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
@@ -402,7 +396,6 @@ import importlib.metadata
 import json
 import platform
 import subprocess
-import tempfile
 from jax._src.lib import cuda_versions  # the CUDA plugin's version queries (None without one)
 from tensorboard.compat.proto.event_pb2 import Event
 from tensorboard.plugins.text.summary_v2 import text_pb
@@ -432,11 +425,9 @@ def check_args(args: Args):
         raise UsageError(f"num_envs * num_steps = {batch_size} is not divisible by --num-minibatches {args.num_minibatches}")
     if args.total_timesteps < batch_size:
         raise UsageError(f"--total-timesteps {args.total_timesteps} is smaller than one batch of {batch_size} steps")
-    if args.env_id == "MNISTBandit-bsuite":
-        raise UsageError("MNISTBandit-bsuite downloads MNIST when it is built; it is not supported")
-    if args.env_id not in gymnax.registered_envs:
-        valid = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]
-        raise UsageError(f"unknown --env-id {args.env_id!r}; valid ids: {', '.join(valid)}")
+    supported = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]  # that one downloads MNIST when built
+    if args.env_id not in supported:
+        raise UsageError(f"unsupported --env-id {args.env_id!r}; gymnax ids: {', '.join(supported)}")
     env, env_params = gymnax.make(args.env_id)
     if not isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete):
         raise UsageError(f"{args.env_id} has continuous actions; only discrete-action environments are supported")
@@ -448,7 +439,7 @@ def check_args(args: Args):
     if args.cuda and not gpu:
         print("no GPU visible to torch or jax: running on the CPU", file=sys.stderr)
     if args.matmul_precision == "high" and not gpu:
-        raise UsageError(f"--matmul-precision high means TF32, which {HIGH_ON_CPU}")
+        raise UsageError("--matmul-precision high (TF32) needs an NVIDIA GPU: on CPUs only highest is the same arithmetic")
     index = torch.cuda.current_device() if gpu else 0
     device = torch.device("cuda", index) if gpu else torch.device("cpu")
     return hidden, env, env_params, device, jax.devices("gpu" if gpu else "cpu")[index]
@@ -488,7 +479,6 @@ def cuda_sync_debug(on: bool) -> contextlib.ExitStack:
 
 
 LIBRARIES = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy", "torch")  # the versions the record holds
-HIGH_ON_CPU = "only NVIDIA GPUs have; CPUs fall back differently per framework, so only highest is the same arithmetic"
 COMPILES = []  # one entry per XLA compilation in this process, from jax.monitoring's events
 jax.monitoring.register_event_duration_secs_listener(
     lambda event, duration, **_: COMPILES.append(event) if event == "/jax/core/compile/backend_compile_duration" else None
@@ -502,7 +492,6 @@ class Log:
 
     def __init__(self, args: Args, device, num_iterations: int, start: float):
         self.args, self.num_iterations, self.start = args, num_iterations, start
-        self.batch_size = args.num_envs * args.num_steps
         self.commit = run_quietly("git", "rev-parse", "HEAD")  # now, not at the end: the checkout may move
         self.durations, self.phases, self.finished = [], [], []
         run = f"runs/{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
@@ -525,7 +514,8 @@ class Log:
         mean_return = float(metrics["return_sum"]) / episodes if episodes else None
         self.finished.append((float(metrics["return_sum"]), episodes))
         done = len(self.durations)
-        step, sps = done * self.batch_size, int(done * self.batch_size / sum(self.durations))
+        step = done * self.args.num_envs * self.args.num_steps
+        sps = int(step / sum(self.durations))
         if self.writer:
             if episodes:
                 self.writer.add_scalar("charts/episodic_return", mean_return, step)
@@ -552,9 +542,8 @@ class Log:
             "schema_version": 1,
             "variant": VARIANT,
             "status": "ok",
-            "env_id": args.env_id,
+            **{name: getattr(args, name) for name in ("env_id", "seed", "matmul_precision", "sync_timing")},  # also in args
             "hidden": list(parse_hidden(args.hidden)),
-            "seed": args.seed,
             "args": dataclasses.asdict(args),
             "device": gpu["name"] if gpu else "cpu",
             "devices": devices,
@@ -562,11 +551,9 @@ class Log:
             "host": platform.node(),
             "versions": {"python": platform.python_version(), **{n: importlib.metadata.version(n) for n in LIBRARIES}},
             "git_commit": self.commit,
-            "matmul_precision": args.matmul_precision,
             "param_count": param_count,
-            "env_steps": len(self.durations) * self.batch_size,
+            "env_steps": len(self.durations) * args.num_envs * args.num_steps,
             "grad_steps": grad_steps,
-            "sync_timing": args.sync_timing,
             "setup_duration": self.setup_duration,
             "iteration_durations": self.durations,
             "rollout_durations": [phases[0] for phases in self.phases] if args.sync_timing else None,
@@ -589,12 +576,12 @@ def run_quietly(*command: str) -> Optional[str]:
 
 
 def write_json_atomic(path: str, record: dict) -> None:
-    """Write to a temporary file beside `path`, then rename: readers never see half a file."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=directory, prefix=".tmp-", suffix=".json", delete=False) as f:
+    """Write a temporary file beside `path`, then rename it: readers never see half a file."""
+    temporary = os.path.join(os.path.dirname(os.path.abspath(path)), f".tmp-{os.getpid()}.json")
+    os.makedirs(os.path.dirname(temporary), exist_ok=True)
+    with open(temporary, "w") as f:
         json.dump(record, f, indent=1)
-    os.replace(f.name, path)
+    os.replace(temporary, path)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

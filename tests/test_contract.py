@@ -2,7 +2,9 @@
 
 import dataclasses
 import datetime
+import os
 import platform
+import stat
 import subprocess
 
 import pytest
@@ -201,9 +203,9 @@ def test_weakly_typed_env_state_does_not_recompile_the_iteration(variant, tmp_pa
 
 
 BAD_INPUTS = [
-    (["--env-id", "NoSuchEnv-v0"], "unknown --env-id 'NoSuchEnv-v0'; valid ids: CartPole-v1"),
+    (["--env-id", "NoSuchEnv-v0"], "unsupported --env-id 'NoSuchEnv-v0'; gymnax ids: CartPole-v1"),
     (["--env-id", "Pendulum-v1"], "only discrete-action environments are supported"),
-    (["--env-id", "MNISTBandit-bsuite"], "downloads MNIST"),
+    (["--env-id", "MNISTBandit-bsuite"], "unsupported --env-id 'MNISTBandit-bsuite'"),
     (["--num-minibatches", "7"], "not divisible by --num-minibatches 7"),
     (["--hidden", ""], "--hidden"),
     (["--hidden", "64,,64"], "--hidden"),
@@ -232,6 +234,17 @@ def test_bad_input_from_the_shell_exits_2(variant, tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "discrete" in proc.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_record_is_written_whole_and_readable_as_any_file_the_user_makes(variant, tmp_path):
+    """A results directory shared on a cluster needs the umask's mode, not a temporary file's 0600."""
+    path = tmp_path / "deeper" / "x.json"
+    load(variant).write_json_atomic(str(path), {"status": "ok"})
+    umask = os.umask(0)
+    os.umask(umask)
+    assert read_json(path) == {"status": "ok"}
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask
+    assert [p.name for p in path.parent.iterdir()] == ["x.json"]  # no temporary file left
 
 
 def test_help_documents_every_flag(variant, capsys):
