@@ -1,6 +1,7 @@
-"""Import a variant script (or any file of the project) as a module, for the tools in bench/."""
+"""For the tools in bench/: import a variant script (or any file of the project) as a module; write a result file."""
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -14,3 +15,12 @@ def load(script: str, name: str):
     sys.modules[name] = module  # dynamo and tyro look modules up by name
     spec.loader.exec_module(module)
     return module
+
+
+def write_atomic(path, text: str) -> None:
+    """Write a temporary file beside `path`, then rename it: a reader never sees half a file."""
+    temporary = os.path.join(os.path.dirname(os.path.abspath(path)), f".tmp-{os.getpid()}")
+    os.makedirs(os.path.dirname(temporary), exist_ok=True)
+    with open(temporary, "w") as f:
+        f.write(text)
+    os.replace(temporary, path)

@@ -15,16 +15,14 @@ iterations and the first that differs.
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from load_script import load  # bench/, the directory of this file
+from load_script import load, write_atomic  # bench/, the directory of this file
 
 ROOT = Path(__file__).resolve().parent.parent
 QUIET = dict(cuda=False, tensorboard=False, quiet=True)
@@ -108,12 +106,7 @@ def main(argv=None) -> int:
         runs["jax_linen, one weight +1 ulp"] = nudged.train(nudged.Args(seed=seed, **QUIET))
         result[str(seed)] = {setting: compare(reference, record) for setting, record in runs.items()}
         print(f"seed {seed}: " + "; ".join(f"{k}: {v}" for k, v in result[str(seed)].items()), flush=True)
-    directory = os.path.dirname(os.path.abspath(args.out))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
-    with os.fdopen(fd, "w") as f:
-        json.dump(result, f, indent=1)
-    os.replace(tmp, args.out)
+    write_atomic(args.out, json.dumps(result, indent=1))
     return 0
 
 

@@ -19,14 +19,12 @@ Prints a summary and writes a JSON record (atomically).
 import argparse
 import copy
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from load_script import load  # bench/, the directory of this file
+from load_script import load, write_atomic  # bench/, the directory of this file
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -191,12 +189,7 @@ def main(argv=None) -> int:
         f"{sampler['lag1_correlation']:+.4f}, env to env {sampler['cross_env_correlation']:+.4f}."
     )
     if args.out:
-        directory = os.path.dirname(os.path.abspath(args.out))
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
-        with os.fdopen(fd, "w") as f:
-            json.dump(result, f, indent=1)
-        os.replace(tmp, args.out)
+        write_atomic(args.out, json.dumps(result, indent=1))
     return 0
 
 

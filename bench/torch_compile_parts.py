@@ -25,13 +25,11 @@ score interval for the share).
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from load_script import load  # bench/, the directory of this file
+from load_script import load, write_atomic  # bench/, the directory of this file
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTS = {"policy": "act", "critic": "value", "update": "learn_minibatch"}  # part -> compiled function's name
@@ -108,10 +106,7 @@ def main(argv=None) -> int:
     if args.summary:
         text = summary(args.summary, args.learn)
         print(text)
-        fd, tmp = tempfile.mkstemp(dir=args.summary, prefix=".tmp-")
-        with os.fdopen(fd, "w") as f:
-            f.write(text + "\n")
-        os.replace(tmp, args.summary / "summary.md")
+        write_atomic(args.summary / "summary.md", text + "\n")
         return 0
     if not args.parts:
         parser.error("--parts or --summary is required")
@@ -148,10 +143,7 @@ def main(argv=None) -> int:
             torch._dynamo.callback_handler.register_start_callback(counter)
         record = script.train(script.Args(seed=seed, cuda=False, tensorboard=False, quiet=True))
         record["compiled_parts"] = parts
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
-        with os.fdopen(fd, "w") as f:
-            json.dump(record, f)
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(record))
         print(
             f"parts {args.parts} seed {seed}: final_return {record['final_return']:.1f} ({time.perf_counter() - began:.0f} s)",
             flush=True,

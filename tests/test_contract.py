@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import JIT_VARIANTS, ROOT, load, read_json, run_script, tensorboard_events
+from conftest import JIT_VARIANTS, QUIET, ROOT, load, read_json, run_script, tensorboard_events
 
 SCHEMA_KEYS = {
     "schema_version",
@@ -146,22 +146,14 @@ def test_cli_smoke_run_writes_schema_1_json_and_tensorboard(variant, smoke):
     assert TENSORBOARD_TAGS | {"hyperparameters"} <= tags
 
 
+# Iterations of 4 envs x 16 steps and one small update, for tests that need only a few of them.
+TINY = dict(cuda=False, hidden="16", num_envs=4, num_steps=16, num_minibatches=2, update_epochs=1, **QUIET)
+
+
 def test_sync_timing_times_rollout_and_update_separately(variant, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     module = load(variant)
-    args = module.Args(
-        env_id="Acrobot-v1",
-        cuda=False,
-        tensorboard=False,
-        quiet=True,
-        sync_timing=True,
-        hidden="16",
-        num_envs=4,
-        num_steps=16,
-        num_minibatches=2,
-        update_epochs=1,
-        total_timesteps=4 * 16 * 3,
-    )
+    args = module.Args(env_id="Acrobot-v1", sync_timing=True, total_timesteps=4 * 16 * 3, **TINY)
     record = module.train(args)
     # An untrained Acrobot episode lasts 500 steps: none finishes in 48, so every return is null.
     check_record(
@@ -187,18 +179,7 @@ def test_weakly_typed_env_state_does_not_recompile_the_iteration(variant, tmp_pa
     must not see the state's types change between iterations 0 and 1."""
     monkeypatch.chdir(tmp_path)
     module = load(variant)
-    args = module.Args(
-        env_id="MountainCar-v0",
-        cuda=False,
-        tensorboard=False,
-        quiet=True,
-        hidden="16",
-        num_envs=4,
-        num_steps=16,
-        num_minibatches=2,
-        update_epochs=1,
-        total_timesteps=4 * 16 * 2,
-    )
+    args = module.Args(env_id="MountainCar-v0", total_timesteps=4 * 16 * 2, **TINY)
     assert module.train(args)["compiles_after_first_iteration"] == 0
 
 
