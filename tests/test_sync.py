@@ -2,6 +2,11 @@
 jax's transfer guards, each trap fires on a deliberately syncing run, and the device is what both
 frameworks see or a clear error."""
 
+import functools
+import inspect
+import re
+from pathlib import Path
+
 import jax
 import pytest
 
@@ -151,21 +156,26 @@ def test_sync_debug_traps_host_syncs_in_the_timed_work_and_not_the_final_synchro
     assert calls == []
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
-def test_the_driver_version_comes_from_nvidia_smi_or_is_null(variant, monkeypatch):
-    module = load(variant)
-    import subprocess
+def gpu_info_of_a_fake_gpu(variant, module, monkeypatch):
+    """The variant's gpu_info, called on a GPU as the frameworks describe one, faked."""
     import types
 
-    # A GPU as the frameworks describe it, faked: gpu_info reads its driver version from nvidia-smi.
     jax_gpu = types.SimpleNamespace(platform="gpu", device_kind="GPU", client=types.SimpleNamespace(platform_version="cuda"))
     if variant.startswith("torch"):
         import torch
 
         monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "GPU")
-        driver_version = lambda: module.gpu_info(torch.device("cuda"), jax_gpu)["driver"]
-    else:
-        driver_version = lambda: module.gpu_info(jax_gpu)["driver"]
+        return lambda: module.gpu_info(torch.device("cuda"), jax_gpu)
+    return lambda: module.gpu_info(jax_gpu)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_the_driver_version_comes_from_nvidia_smi_or_is_null(variant, monkeypatch):
+    module = load(variant)
+    import subprocess
+
+    gpu_info = gpu_info_of_a_fake_gpu(variant, module, monkeypatch)
+    driver_version = lambda: gpu_info()["driver"]
     reply = lambda code, out: lambda *a, **k: subprocess.CompletedProcess(a, code, out, "")
     monkeypatch.setattr(module.subprocess, "run", reply(0, "550.54.15\n550.54.15\n"))  # one line per GPU
     assert driver_version() == "550.54.15"
@@ -177,3 +187,23 @@ def test_the_driver_version_comes_from_nvidia_smi_or_is_null(variant, monkeypatc
 
     monkeypatch.setattr(module.subprocess, "run", missing)
     assert driver_version() is None
+
+
+@functools.cache
+def installed_jax_source() -> str:
+    return "\n".join(path.read_text() for path in Path(jax.__file__).parent.rglob("*.py"))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_the_cuda_versions_in_the_record_are_queries_jax_itself_makes(variant, monkeypatch):
+    """Without a GPU the CUDA plugin is absent: the names gpu_info asks it for are checked against the calls
+    the installed jax makes to it, and gpu_info runs against a plugin faked with those names."""
+    import types
+
+    module = load(variant)
+    names = re.findall(r'version\("(\w+)"\)', inspect.getsource(module.gpu_info))
+    assert len(names) == 2 and all(f"cuda_versions.{name}()" in installed_jax_source() for name in names)
+    monkeypatch.setattr(module, "cuda_versions", types.SimpleNamespace(**dict(zip(names, (lambda: 12080, lambda: 91100)))))
+    monkeypatch.setattr(module, "run_quietly", lambda *command: None)
+    jax_info = gpu_info_of_a_fake_gpu(variant, module, monkeypatch)()["jax"]
+    assert (jax_info["cuda_runtime"], jax_info["cudnn"]) == (12080, 91100)
