@@ -1,4 +1,5 @@
-"""For the tools in bench/: import a variant script (or any file of the project) as a module; write a result file."""
+"""For the tools in bench/ and the tests: import a variant script (or any file of the project) as a module, write a
+result file, make torch.compile start afresh."""
 
 import importlib.util
 import os
@@ -24,3 +25,14 @@ def write_atomic(path, text: str) -> None:
     with open(temporary, "w") as f:
         f.write(text)
     os.replace(temporary, path)
+
+
+def reset_torch_compile() -> None:
+    """torch.compiler.reset(), so that the next train() in this process compiles afresh as a new process would,
+    keeping the compile callbacks registered so far (reset() drops them, a script's compile counter among them)."""
+    import torch
+
+    counters = list(torch._dynamo.callback_handler.start_callbacks)
+    torch.compiler.reset()
+    for counter in counters:
+        torch._dynamo.callback_handler.register_start_callback(counter)

@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from load_script import load, write_atomic  # bench/, the directory of this file
+from load_script import load, reset_torch_compile, write_atomic  # bench/, the directory of this file
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTS = {"policy": "act", "critic": "value", "update": "learn_minibatch"}  # part -> compiled function's name
@@ -137,10 +137,7 @@ def main(argv=None) -> int:
         if path.exists():
             continue
         began = time.perf_counter()
-        counters = list(torch._dynamo.callback_handler.start_callbacks)  # reset() drops the script's compile counter
-        torch.compiler.reset()  # each seed compiles afresh, as in a process of its own
-        for counter in counters:
-            torch._dynamo.callback_handler.register_start_callback(counter)
+        reset_torch_compile()  # each seed compiles afresh, as in a process of its own
         record = script.train(script.Args(seed=seed, cuda=False, tensorboard=False, quiet=True))
         record["compiled_parts"] = parts
         write_atomic(path, json.dumps(record))

@@ -123,12 +123,7 @@ def torch_as_in_a_new_process():
 
         torch.set_float32_matmul_precision("highest")
     if "torch._dynamo" in sys.modules:
-        # reset() also drops the compile callbacks registered so far (a script's compile counter): put them back
-        handler = torch._dynamo.callback_handler
-        counters = list(handler.start_callbacks)
-        torch.compiler.reset()
-        for counter in counters:
-            handler.register_start_callback(counter)
+        reset_torch_compile()
         torch._dynamo.config.trace_autograd_ops = False
         torch._inductor.config.cpp_wrapper = False
 
@@ -212,6 +207,7 @@ def learned():
 
 
 sys.path.insert(0, str(ROOT / "bench"))
+from load_script import reset_torch_compile  # noqa: E402
 from sync_traps import HostSync, trapped_host_reads  # noqa: E402  (the traps gpu-check uses too)
 
 
