@@ -390,8 +390,9 @@ def plot_speedups(runs, out, stats):
 
 def plot_overhead(runs, out):
     sizes, variants = sizes_of(runs), ordered([r.variant for r in runs], VARIANTS)
-    means = {}
+    means, setups = {}, {}
     for (variant, size), group in group_by(runs, lambda r: (r.variant, r.size)).items():
+        setups[(variant, size)] = float(np.median([r.record["setup_duration"] for r in group]))
         for window, cut in WINDOWS.items():
             values = [np.mean(r.record["iteration_durations"][cut]) for r in group if r.record["iteration_durations"][cut]]
             means[(variant, size, window)] = float(np.median(values)) if values else np.nan
@@ -409,13 +410,18 @@ def plot_overhead(runs, out):
         ax.set(ylabel="seconds per iteration", title=f"Per-iteration time by window, size {size}")
         ax.set_yscale("log")
         ax.legend(fontsize=7)
-    rows = [[size, v, *[fmt(means.get((v, size, w))) for w in WINDOWS]] for size in sizes for v in variants]
+    rows = [
+        [size, v, fmt(setups.get((v, size))), *[fmt(means.get((v, size, w))) for w in WINDOWS]]
+        for size in sizes
+        for v in variants
+    ]
     return [
         save(fig, out, "overhead.png"),
-        "Mean seconds per iteration in each window of iterations (0-based: iteration 0 is the first and "
-        "includes compilation), median over environments and seeds:",
+        "Seconds before iteration 0 (setup: env, model and optimizer built), and mean seconds per iteration in each "
+        "window of iterations (0-based: iteration 0 is the first and includes compilation), median over "
+        "environments and seeds:",
         "",
-        table(["size", "variant", *WINDOWS], rows),
+        table(["size", "variant", "setup", *WINDOWS], rows),
     ]
 
 

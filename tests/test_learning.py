@@ -6,8 +6,8 @@ from conftest import BACKGROUND_RUNS, load, read_json
 
 LEARNING_VARIANTS, _ = BACKGROUND_RUNS["learned"]  # all but linen_nojit: see conftest.py
 
-# What separates working PPO from broken PPO on this config. The learn preset's 279 runs (results/learn:
-# 60 seeds of each jitted JAX variant, 48 of each torch variant, 3 of linen_nojit): every one reached 497
+# What separates working PPO from broken PPO on this config. The learn preset's 281 runs (results/learn:
+# 60 seeds of each jitted JAX variant, 48 of each torch variant, 5 of linen_nojit): every one reached 497
 # or more in some iteration, and the lowest final_return was 253 (an eager torch run that reached 500, then fell
 # away). jax_linen broken three ways (the advantage's sign flipped, GAE without the V(next) bootstrap,
 # learning rate 0), seeds 1 and 2: best iteration 22-45, final_return 9-22. An iteration at or above
