@@ -191,7 +191,7 @@ def test_the_driver_version_comes_from_nvidia_smi_or_is_null(variant, monkeypatc
 
 @functools.cache
 def installed_jax_source() -> str:
-    return "\n".join(path.read_text() for path in Path(jax.__file__).parent.rglob("*.py"))
+    return "\n".join(path.read_text(encoding="utf-8", errors="replace") for path in Path(jax.__file__).parent.rglob("*.py"))
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
