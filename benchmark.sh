@@ -2,7 +2,7 @@
 # benchback sweep: every PPO variant script over environments x model sizes x repeats.
 #
 #   bash benchmark.sh                                # the original study's GPU sweep (--preset full)
-#   bash benchmark.sh --preset cpu                   # the same experiments, about 100 minutes on 2 CPU cores
+#   bash benchmark.sh --preset cpu                   # the study's answer on 2 CPU cores (--dry-run: its estimated time)
 #   bash benchmark.sh --preset quick --out /tmp/q    # a smoke test, under 3 minutes on 2 CPU cores
 #   bash benchmark.sh --preset learn                 # every variant learns CartPole-v1 (10 seeds)
 #   bash benchmark.sh --preset gpu-check             # first on a GPU: every variant, every check, one table
@@ -88,13 +88,14 @@ die() { echo "benchmark.sh: $*" >&2; exit 2; }
 # ---------------------------------------------------------------- presets
 # Every preset keeps the original study's iteration (32 envs x 256 steps, 8 minibatches, 10 epochs)
 # unless it says otherwise, so per-iteration times stay comparable; presets differ in how many
-# iterations, environments, sizes and repeats they can afford. RESTRICT["EXPERIMENT:DIM"] narrows
-# one experiment's variants/envs/sizes where the whole grid would cost too much.
+# iterations, environments, sizes and repeats they can afford. RESTRICT["KEY:DIM"] narrows the
+# variants, envs or sizes (DIM) of one experiment, one size or one variant (KEY) where the whole grid
+# would cost too much: RESTRICT[sync:envs], RESTRICT[m:envs], RESTRICT[linen_nojit:sizes].
 # The defaults are the full sweep's; each preset overrides what it changes.
 declare -A RESTRICT=()
 # MAX_SEEDS[VARIANT] caps that variant's repeats below REPEATS, ITERATIONS_OF[VARIANT] its iterations:
-# for a variant too slow to run as often or as long as the others.
-declare -A MAX_SEEDS=() ITERATIONS_OF=()
+# for a variant too slow to run as often or as long as the others. ITERATIONS_AT[SIZE]: a size's.
+declare -A MAX_SEEDS=() ITERATIONS_OF=() ITERATIONS_AT=()
 VARIANTS=("${ALL_VARIANTS[@]}") ENVS=("${STUDY_ENVS[@]}") SIZES=(s m l) REPEATS=3
 NUM_ENVS=32 NUM_STEPS=256 NUM_MINIBATCHES=8 UPDATE_EPOCHS=10 ITERATIONS=100
 EXPERIMENTS=(overall sync compile scaling)
@@ -106,17 +107,23 @@ preset_full() {
 }
 
 preset_cpu() {
-  # The large model (1024x6) costs minutes per iteration on 2 cores, so sizes are s and m. 10
-  # iterations still give the overhead plot its 8-end window; the four envs span the env-cost axis
-  # (MountainCar cheapest, Freeway dearest). 3 seeds make every ratio's interval rest on 12 blocks
-  # per size (4 envs x 3 seeds), 3 in the sync experiment (CartPole-v1 only). linen_nojit (eager,
-  # ~15-20 s per iteration) runs one seed of 5 iterations: 4 blocks per size, and its overhead
-  # figure has no 8-end window.
-  SIZES=(s m) REPEATS=3 ITERATIONS=10
-  MAX_SEEDS[linen_nojit]=1 ITERATIONS_OF[linen_nojit]=5
-  ENVS=(MountainCar-v0 CartPole-v1 Breakout-MinAtar Freeway-MinAtar)
-  RESTRICT[sync:envs]="CartPole-v1"
-  SCALING_NUM_ENVS=(32 256 2048) SCALING_ITERATIONS=3
+  # The study's two questions on 2 CPU cores, 3 seeds (blocks) per cell. Environment cost: all 12
+  # environments at size s. Model size: s, m and l on CartPole-v1, s and m on Breakout-MinAtar (a
+  # dearer env with 100 inputs instead of 4). 21 iterations give a steady time over 20 (the machine's
+  # slow spells last seconds to minutes: 10 were too few); an l iteration is long and compute-bound,
+  # so l runs 3 (a steady time over 2). Rollout vs update (sync) and NNX with and without
+  # cached_partial (compile) on CartPole-v1 and Breakout-MinAtar at s. linen_nojit (eager, about 40 s
+  # an iteration) runs in overall only: one seed of 3 iterations at s on CartPole-v1 and Breakout-MinAtar.
+  # No scaling: its large num-envs cost more than the rest together here.
+  SIZES=(s m l) REPEATS=3 ITERATIONS=21 ITERATIONS_AT[l]=3
+  EXPERIMENTS=(overall sync compile)
+  RESTRICT[m:envs]="CartPole-v1 Breakout-MinAtar" RESTRICT[l:envs]="CartPole-v1"
+  RESTRICT[sync:envs]="CartPole-v1 Breakout-MinAtar" RESTRICT[sync:sizes]="s"
+  RESTRICT[compile:envs]="CartPole-v1 Breakout-MinAtar" RESTRICT[compile:sizes]="s"
+  MAX_SEEDS[linen_nojit]=1 ITERATIONS_OF[linen_nojit]=3 RESTRICT[linen_nojit:sizes]="s"
+  RESTRICT[linen_nojit:envs]="CartPole-v1 Breakout-MinAtar"
+  RESTRICT[sync:variants]="jax_linen jax_nnx jax_equinox torch torch_compile"
+  SCALING_NUM_ENVS=(32 256 2048) SCALING_ITERATIONS=3  # for --experiments scaling
   TIMEOUT=1200
 }
 
@@ -224,16 +231,19 @@ unset_restrictions() {
   return 0
 }
 
-# allowed EXPERIMENT DIM ITEMS...: the ITEMS the preset allows in that experiment, one per line.
+# permits KEY DIM ITEM: does the preset allow ITEM (a variant, env or size) for KEY (an experiment, a size or a variant)?
+permits() { local only=${RESTRICT[$1:$2]-}; [[ -z $only || " $only " == *" $3 "* ]]; }
+
+# allowed KEY DIM ITEMS...: the ITEMS the preset allows for KEY, one per line.
 allowed() {
-  local only=${RESTRICT[$1:$2]-} x; shift 2
-  for x; do [[ -z $only || " $only " == *" $x "* ]] && echo "$x"; done
+  local key=$1 dim=$2 x; shift 2
+  for x; do permits "$key" "$dim" "$x" && echo "$x"; done
   return 0
 }
 
 # ---------------------------------------------------------------- the plan
 # One entry per run in parallel arrays; R_FLAGS holds flags without spaces, split when run.
-R_NAME=() R_EXP=() R_VARIANT=() R_ENV=() R_SIZE=() R_SEED=() R_FLAGS=()
+R_NAME=() R_EXP=() R_VARIANT=() R_ENV=() R_SIZE=() R_SEED=() R_FLAGS=() R_ITERATIONS=()
 
 # add_run EXP VARIANT TAG ENV SIZE SEED NUM_ENVS ITERATIONS FLAGS: NUM_ENVS empty = script defaults.
 add_run() {
@@ -245,7 +255,7 @@ add_run() {
     flags+=" --update-epochs $UPDATE_EPOCHS --total-timesteps $((num_envs * NUM_STEPS * iterations))"
   fi
   R_NAME+=("${name}__seed${seed}") R_EXP+=("$exp") R_VARIANT+=("$variant") R_ENV+=("$env")
-  R_SIZE+=("$size") R_SEED+=("$seed") R_FLAGS+=("$flags")
+  R_SIZE+=("$size") R_SEED+=("$seed") R_FLAGS+=("$flags") R_ITERATIONS+=("${iterations:-100}")  # 100: the scripts' default
 }
 
 # The variant is the innermost loop of every experiment: the runs a speedup compares follow each
@@ -267,7 +277,7 @@ seeds_of() { echo "${MAX_SEEDS[$1]:-$REPEATS}"; }
 block_runs() {
   local exp=$1 tag=$2 env=$3 size=$4 seed=$5 num_envs=$6 iterations=$7 flags=$8 v; shift 8
   for v in $(block "$seed" "$@"); do
-    ((seed <= $(seeds_of "$v"))) || continue
+    ((seed <= $(seeds_of "$v"))) && permits "$v" envs "$env" && permits "$v" sizes "$size" || continue
     if [[ $v == jax_nnx+nocache ]]; then  # a setting of jax_nnx, not a script of its own
       add_run "$exp" jax_nnx "$tag+nocache" "$env" "$size" "$seed" "$num_envs" "$iterations" "$flags --no-cached-partial"
     else
@@ -276,37 +286,36 @@ block_runs() {
   done
 }
 
-# grid EXP TAG FLAGS VARIANT...: envs x sizes x seeds x those variants, as the preset allows.
+# grid EXP SEED TAG FLAGS VARIANT...: one seed's blocks of envs x sizes x those variants, as the preset allows.
 grid() {
-  local exp=$1 tag=$2 flags=$3 env size seed; shift 3
+  local exp=$1 seed=$2 tag=$3 flags=$4 env size; shift 4
   for env in $(allowed "$exp" envs "${ENVS[@]}"); do
     for size in $(allowed "$exp" sizes "${SIZES[@]}"); do
-      for ((seed = 1; seed <= REPEATS; seed++)); do
-        block_runs "$exp" "$tag" "$env" "$size" "$seed" "$NUM_ENVS" "$ITERATIONS" "$flags" $(allowed "$exp" variants "$@")
-      done
+      permits "$size" envs "$env" || continue
+      block_runs "$exp" "$tag" "$env" "$size" "$seed" "$NUM_ENVS" "${ITERATIONS_AT[$size]:-$ITERATIONS}" "$flags" \
+        $(allowed "$exp" variants "$@")
     done
   done
 }
 
+# The seed is the outermost loop: the plan is REPEATS rounds, each a block of every cell of every
+# experiment, so a sweep stopped part way has every cell with fewer seeds rather than some cells with all.
 make_plan() {
   local exp n seed
-  for exp in "${EXPERIMENTS[@]}"; do
-    case $exp in
-      overall) grid overall "" "" "${VARIANTS[@]}" ;;
-      sync) grid sync "" --sync-timing "${VARIANTS[@]}" ;;
-      compile)  # only nnx has cached_partial to switch off: both settings, block by block
-        if in_list jax_nnx "${VARIANTS[@]}"; then grid compile "" "" jax_nnx jax_nnx+nocache; fi ;;
-      scaling)
-        for n in "${SCALING_NUM_ENVS[@]}"; do
-          for ((seed = 1; seed <= REPEATS; seed++)); do
+  for ((seed = 1; seed <= REPEATS; seed++)); do
+    for exp in "${EXPERIMENTS[@]}"; do
+      case $exp in
+        overall) grid overall "$seed" "" "" "${VARIANTS[@]}" ;;
+        sync) grid sync "$seed" "" --sync-timing "${VARIANTS[@]}" ;;
+        compile)  # only nnx has cached_partial to switch off: both settings, block by block
+          if in_list jax_nnx "${VARIANTS[@]}"; then grid compile "$seed" "" "" jax_nnx jax_nnx+nocache; fi ;;
+        scaling)
+          for n in "${SCALING_NUM_ENVS[@]}"; do
             block_runs scaling "" CartPole-v1 s "$seed" "$n" "$SCALING_ITERATIONS" "" $(allowed scaling variants "${VARIANTS[@]}")
-          done
-        done ;;
-      learn)
-        for ((seed = 1; seed <= REPEATS; seed++)); do
-          block_runs learn "" CartPole-v1 s "$seed" "" "" "" $(allowed learn variants "${VARIANTS[@]}")
-        done ;;
-    esac
+          done ;;
+        learn) block_runs learn "" CartPole-v1 s "$seed" "" "" "" $(allowed learn variants "${VARIANTS[@]}") ;;
+      esac
+    done
   done
 }
 
@@ -488,6 +497,15 @@ check_jobs() {
   ((JOBS <= ${#DEVICES[@]})) || die "--jobs $JOBS refused: only ${#DEVICES[@]} devices ($(IFS=,; echo "${DEVICES[*]}")), and timing runs never share a device"
 }
 
+# estimate INDEX...: those runs' estimated duration, from the costs measured before (bench/run_costs.py).
+estimate() {
+  local i name
+  for i; do
+    name=${R_NAME[i]#*/}
+    echo "${name%%__*} ${R_ENV[i]} ${R_SIZE[i]} ${R_ITERATIONS[i]}"
+  done | "$PYTHON" "$ROOT/bench/run_costs.py" estimate --at-once "${JOBS:-1}" 2>/dev/null || echo "no estimate (bench/run_costs.py failed)"
+}
+
 # list_plan: the plan, one "INDEX NAME" line per run.
 list_plan() {
   local i
@@ -550,6 +568,7 @@ run_jobs() {
   done
   where="on the CPU"; ((${#DEVICES[@]} == 0)) || where="on devices $(IFS=,; echo "${DEVICES[*]}")"
   echo "benchback sweep: preset $PRESET, $total runs ($SKIPPED already done), out $OUT, per-run limit ${TIMEOUT}s, $JOBS at a time $where"
+  echo "  $(estimate "${todo[@]}")"
   mkdir -p "$OUT"
   # Only stale temporary files: other processes (--task, another sweep) may be writing theirs now.
   find "$OUT" -name '.tmp-*.json' -mmin +10 -delete
@@ -674,13 +693,14 @@ main() {
   if [[ -n $TASK ]]; then run_task; return; fi
   if [[ -n $JOBS ]] && ((JOBS > 1 || ${#DEVICES[@]})); then check_jobs; run_jobs; return; fi
   local total=${#R_NAME[@]} i status k todo=() done_count=0
-  echo "benchback sweep: preset $PRESET, $total runs, out $OUT, per-run limit ${TIMEOUT}s"
   local statuses=()
   for i in "${!R_NAME[@]}"; do
     status=$(record_status "$OUT/${R_NAME[i]}.json")
     statuses+=("$status")
     if is_done "$status"; then ((++done_count)); else todo+=("$i"); fi
   done
+  echo "benchback sweep: preset $PRESET, $total runs ($done_count already done), out $OUT, per-run limit ${TIMEOUT}s"
+  echo "  $(estimate "${todo[@]}")"
 
   if ((DRY_RUN)); then
     local exp

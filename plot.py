@@ -101,8 +101,8 @@ def load_runs(directory: Path):
             warn(f"{path}: does not parse ({e}); skipped")
             failures.append(f"{path.relative_to(directory)}: does not parse")
             continue
-        if not isinstance(record, dict) or record.get("status") != "ok" or record.get("schema_version") != 1:
-            reason = record.get("reason", "not a schema-1 run record") if isinstance(record, dict) else "not a record"
+        if not isinstance(record, dict) or record.get("status") != "ok" or record.get("schema_version") not in (1, 2):
+            reason = record.get("reason", "not a schema 1 or 2 run record") if isinstance(record, dict) else "not a record"
             warn(f"{path}: failure record or not a run ({reason}); skipped")
             failures.append(f"{path.relative_to(directory)}: {reason}")
             continue

@@ -318,6 +318,7 @@ def train(args: Args) -> dict:
 import importlib.metadata
 import json
 import platform
+import resource
 import subprocess
 from jax._src.lib import cuda_versions  # the CUDA plugin's version queries (None without one)
 from tensorboard.compat.proto.event_pb2 import Event
@@ -370,7 +371,9 @@ def gpu_info(device) -> Optional[dict]:
     cuda = {"cuda_runtime": version("cuda_runtime_get_version"), "cudnn": version("cudnn_get_version")}
     jax_info = {"device_kind": device.device_kind, "platform_version": device.client.platform_version, **cuda}
     driver = run_quietly("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")  # a line per GPU
-    return {"name": device.device_kind, "driver": driver and driver.split()[0], "jax": jax_info}
+    jax_peak = (device.memory_stats() or {}).get("peak_bytes_in_use")  # XLA's allocator: its buffers' peak
+    peak = {"jax": jax_peak and jax_peak / 2**20}
+    return {"name": device.device_kind, "driver": driver and driver.split()[0], "jax": jax_info, "peak_memory_mb": peak}
 
 
 LIBRARIES = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy")  # the versions the record holds
@@ -425,13 +428,13 @@ class Log:
             self.compiles_after_first = len(COMPILES)
 
     def record(self, param_count: int, grad_steps: int, devices: dict, gpu: Optional[dict]) -> dict:
-        """The JSON record (schema 1, README "The record"); the arguments are what only train() knows."""
+        """The JSON record (schema 2, README "The record"); the arguments are what only train() knows."""
         if self.writer:
             self.writer.close()
         args, last = self.args, self.finished[-10:]
         finished = sum(n for _, n in last)
         return {
-            "schema_version": 1,
+            "schema_version": 2,
             "variant": VARIANT,
             "status": "ok",
             **{name: getattr(args, name) for name in ("env_id", "seed", "matmul_precision", "sync_timing")},  # also in args
@@ -441,6 +444,8 @@ class Log:
             "devices": devices,
             "gpu": gpu,
             "host": platform.node(),
+            "cpu": cpu_info(),
+            "peak_host_memory_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # Linux counts KiB
             "versions": {"python": platform.python_version(), **{n: importlib.metadata.version(n) for n in LIBRARIES}},
             "git_commit": self.commit,
             "param_count": param_count,
@@ -456,6 +461,20 @@ class Log:
             "final_return": sum(s for s, _ in last) / finished if finished else None,
             "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
+
+
+def cpu_info() -> dict:
+    """The CPU model as Linux names it, and the cores this process may use: timings of two models never mix."""
+    first = ""
+    if os.path.exists("/proc/cpuinfo"):
+        with open("/proc/cpuinfo") as f:
+            first = f.read().split("\n\n")[0]  # the first processor's block
+    fields = {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in first.splitlines() if ":" in line)}
+    model = fields.get("model name") or platform.processor() or platform.machine()
+    if "cpu family" in fields:  # hypervisors may hide the name ("AMD EPYC"), not the family and model numbers
+        model += f" (family {fields['cpu family']}, model {fields.get('model')})"
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"model": model, "cores": cores}
 
 
 def run_quietly(*command: str) -> Optional[str]:

@@ -381,6 +381,7 @@ import contextlib
 import importlib.metadata
 import json
 import platform
+import resource
 import subprocess
 from jax._src.lib import cuda_versions  # the CUDA plugin's version queries (None without one)
 from tensorboard.compat.proto.event_pb2 import Event
@@ -441,7 +442,16 @@ def gpu_info(device: torch.device, jax_device) -> Optional[dict]:
     torch_info = {"cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version()}
     driver = run_quietly("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")  # a line per GPU
     driver = driver and driver.split()[0]
-    return {"name": torch.cuda.get_device_name(device), "driver": driver, "torch": torch_info, "jax": jax_info}
+    # Each allocator's own peak (both frameworks allocate on this GPU): torch counts tensors, XLA its buffers.
+    jax_peak = (jax_device.memory_stats() or {}).get("peak_bytes_in_use")
+    peak = {"torch": torch.cuda.max_memory_allocated(device) / 2**20, "jax": jax_peak and jax_peak / 2**20}
+    return {
+        "name": torch.cuda.get_device_name(device),
+        "driver": driver,
+        "torch": torch_info,
+        "jax": jax_info,
+        "peak_memory_mb": peak,
+    }
 
 
 def synchronize(device: torch.device):
@@ -517,13 +527,13 @@ class Log:
             self.compiles_after_first = len(COMPILES)
 
     def record(self, param_count: int, grad_steps: int, devices: dict, gpu: Optional[dict]) -> dict:
-        """The JSON record (schema 1, README "The record"); the arguments are what only train() knows."""
+        """The JSON record (schema 2, README "The record"); the arguments are what only train() knows."""
         if self.writer:
             self.writer.close()
         args, last = self.args, self.finished[-10:]
         finished = sum(n for _, n in last)
         return {
-            "schema_version": 1,
+            "schema_version": 2,
             "variant": VARIANT,
             "status": "ok",
             **{name: getattr(args, name) for name in ("env_id", "seed", "matmul_precision", "sync_timing")},  # also in args
@@ -533,6 +543,8 @@ class Log:
             "devices": devices,
             "gpu": gpu,
             "host": platform.node(),
+            "cpu": cpu_info(),
+            "peak_host_memory_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # Linux counts KiB
             "versions": {"python": platform.python_version(), **{n: importlib.metadata.version(n) for n in LIBRARIES}},
             "git_commit": self.commit,
             "param_count": param_count,
@@ -548,6 +560,20 @@ class Log:
             "final_return": sum(s for s, _ in last) / finished if finished else None,
             "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
+
+
+def cpu_info() -> dict:
+    """The CPU model as Linux names it, and the cores this process may use: timings of two models never mix."""
+    first = ""
+    if os.path.exists("/proc/cpuinfo"):
+        with open("/proc/cpuinfo") as f:
+            first = f.read().split("\n\n")[0]  # the first processor's block
+    fields = {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in first.splitlines() if ":" in line)}
+    model = fields.get("model name") or platform.processor() or platform.machine()
+    if "cpu family" in fields:  # hypervisors may hide the name ("AMD EPYC"), not the family and model numbers
+        model += f" (family {fields['cpu family']}, model {fields.get('model')})"
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"model": model, "cores": cores}
 
 
 def run_quietly(*command: str) -> Optional[str]:

@@ -23,6 +23,8 @@ SCHEMA_KEYS = {
     "devices",
     "gpu",
     "host",
+    "cpu",
+    "peak_host_memory_mb",
     "versions",
     "git_commit",
     "matmul_precision",
@@ -55,6 +57,12 @@ TENSORBOARD_TAGS = {
 }
 
 
+def cpus_in(part: str) -> int:
+    """How many CPUs one item of a Linux CPU list names: "3" or "0-3"."""
+    first, _, last = part.strip().partition("-")
+    return int(last or first) - int(first) + 1
+
+
 def mlp_params(sizes):
     return sum(i * o + o for i, o in zip(sizes[:-1], sizes[1:]))
 
@@ -76,7 +84,7 @@ def check_record(
 ):
     assert set(record) == SCHEMA_KEYS
     module = load(variant)
-    assert record["schema_version"] == 1
+    assert record["schema_version"] == 2
     assert record["variant"] == variant == module.VARIANT
     assert record["status"] == "ok"
     assert record["env_id"] == env_id
@@ -86,6 +94,16 @@ def check_record(
     assert record["args"]["env_id"] == env_id and record["args"]["sync_timing"] == sync_timing
     assert record["device"] == "cpu" and record["gpu"] is None  # every test run passes --no-cuda
     assert record["host"] == platform.node()
+    # The CPU as lscpu reads it (Linux's own name for the model), and the cores the run may use, as taskset sees them.
+    lscpu = dict(
+        map(str.strip, line.split(":", 1))
+        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines()
+    )
+    assert record["cpu"]["model"] == f"{lscpu['Model name']} (family {lscpu['CPU family']}, model {lscpu['Model']})"
+    allowed = subprocess.run(["taskset", "-cp", str(os.getpid())], capture_output=True, text=True).stdout.split(":")[1]
+    assert record["cpu"]["cores"] == sum(cpus_in(part) for part in allowed.split(","))
+    # Peak RSS in MiB: a process that imported jax holds more than 100 MiB, and less than this machine has.
+    assert 100 < record["peak_host_memory_mb"] < os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**20
     assert record["devices"] == ({"torch": "cpu", "jax": "cpu:0"} if variant.startswith("torch") else {"jax": "cpu:0"})
     expected_versions = {"python", "jax", "jaxlib", "flax", "optax", "gymnax", "numpy"}
     assert expected_versions | ({"torch"} if variant.startswith("torch") else set()) <= set(record["versions"])
@@ -119,7 +137,7 @@ def check_record(
     datetime.datetime.strptime(record["timestamp"], "%Y-%m-%dT%H:%M:%S%z")
 
 
-def test_cli_smoke_run_writes_schema_1_json_and_tensorboard(variant, smoke):
+def test_cli_smoke_run_writes_schema_2_json_and_tensorboard(variant, smoke):
     proc, cwd, out = smoke(variant)
     assert proc.returncode == 0, proc.stderr
     progress = [line for line in proc.stdout.splitlines() if line.startswith("iteration ")]

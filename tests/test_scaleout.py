@@ -83,7 +83,7 @@ def test_list_numbers_every_run_of_the_plan_once_and_the_same_each_time(tmp_path
     # Filters make another plan, numbered from 1 again.
     assert listed(*flags, "--variants", "torch", "--experiments", "scaling") == [
         (i + 1, f"scaling/torch__CartPole-v1__s__n{n:04d}__seed{seed}")
-        for i, (n, seed) in enumerate((n, seed) for n in (32, 256, 2048) for seed in (1, 2, 3))
+        for i, (seed, n) in enumerate((seed, n) for seed in (1, 2, 3) for n in (32, 256, 2048))
     ]
     assert not (tmp_path / "out").exists()
 

@@ -160,11 +160,14 @@ def gpu_info_of_a_fake_gpu(variant, module, monkeypatch):
     """The variant's gpu_info, called on a GPU as the frameworks describe one, faked."""
     import types
 
-    jax_gpu = types.SimpleNamespace(platform="gpu", device_kind="GPU", client=types.SimpleNamespace(platform_version="cuda"))
+    client = types.SimpleNamespace(platform_version="cuda")
+    stats = lambda: {"peak_bytes_in_use": 3 * 2**20, "bytes_in_use": 2**20}  # XLA's allocator's statistics
+    jax_gpu = types.SimpleNamespace(platform="gpu", device_kind="GPU", client=client, memory_stats=stats)
     if variant.startswith("torch"):
         import torch
 
         monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "GPU")
+        monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: 5 * 2**20)
         return lambda: module.gpu_info(torch.device("cuda"), jax_gpu)
     return lambda: module.gpu_info(jax_gpu)
 
@@ -207,3 +210,15 @@ def test_the_cuda_versions_in_the_record_are_queries_jax_itself_makes(variant, m
     monkeypatch.setattr(module, "run_quietly", lambda *command: None)
     jax_info = gpu_info_of_a_fake_gpu(variant, module, monkeypatch)()["jax"]
     assert (jax_info["cuda_runtime"], jax_info["cudnn"]) == (12080, 91100)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_the_gpu_record_holds_each_allocators_peak_in_mib(variant, monkeypatch):
+    """On a GPU the record holds the peak of each framework's allocator: torch's max_memory_allocated, and the
+    peak_bytes_in_use of XLA's memory_stats (a key the installed jaxlib reports), converted to MiB."""
+    module = load(variant)
+    monkeypatch.setattr(module, "run_quietly", lambda *command: None)
+    jaxlib = Path(jax.__file__).parent.parent / "jaxlib"
+    assert any(b"peak_bytes_in_use" in path.read_bytes() for path in jaxlib.glob("*.so"))
+    peak = gpu_info_of_a_fake_gpu(variant, module, monkeypatch)()["peak_memory_mb"]
+    assert peak == ({"torch": 5.0, "jax": 3.0} if variant.startswith("torch") else {"jax": 3.0})

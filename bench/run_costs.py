@@ -1,0 +1,151 @@
+"""What a sweep will cost, from what earlier runs cost: the estimate benchmark.sh prints before it starts.
+
+    python bench/run_costs.py build results/records/cpu --out bench/run_costs.json   # the table, from records
+    printf 'torch CartPole-v1 s 21\\n' | python bench/run_costs.py estimate             # seconds for these runs
+
+The table holds, per variant, environment and size, the median seconds of a run's setup, of its
+iteration 0 (compilation included) and of one later iteration, over the records of one CPU model,
+plus each framework's start-up (the imports, before train() starts). A run of N iterations is
+estimated as start-up + setup + iteration 0 + (N - 1) later iterations; a cell with no record takes
+the variant's median over the environments measured at that size, scaled by how much dearer the
+cell's environment made the other variants' iterations where both were measured.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from load_script import write_atomic  # noqa: E402
+
+COSTS = Path(__file__).with_name("run_costs.json")
+SIZES = {(64, 64): "s", (256,) * 3: "m", (1024,) * 6: "l"}
+
+
+def framework(variant: str) -> str:
+    return "torch" if variant.startswith("torch") else "jax"
+
+
+def build(directories, out: Path, startup: dict) -> dict:
+    """The table from every ok record under `directories` (one CPU model only, or exit 2)."""
+    cells, models = defaultdict(list), set()
+    for directory in directories:
+        for path in Path(directory).rglob("*.json"):
+            try:
+                record = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            if not isinstance(record, dict) or record.get("status") != "ok" or "iteration_durations" not in record:
+                continue
+            size = SIZES.get(tuple(record["hidden"]))
+            if size is None or record["args"].get("num_envs") != 32:  # the study's iteration only
+                continue
+            models.add((record.get("cpu") or {}).get("model"))
+            durations = record["iteration_durations"]
+            variant = record["variant"] + ("+nocache" if record["args"].get("cached_partial") is False else "")
+            later = durations[1:] or durations
+            cells[variant, record["env_id"], size].append((record["setup_duration"], durations[0], statistics.median(later)))
+    if len(models) != 1:
+        sys.exit(f"error: the records name {len(models)} CPU models ({sorted(map(str, models))}); give one model's records")
+    rows = [
+        {
+            "variant": v,
+            "env": e,
+            "size": s,
+            "runs": len(runs),
+            **{key: statistics.median(r[i] for r in runs) for i, key in enumerate(("setup_s", "first_s", "later_s"))},
+        }
+        for (v, e, s), runs in sorted(cells.items())
+    ]
+    table = {"cpu": models.pop(), "startup_s": startup, "sources": [str(d) for d in directories], "cells": rows}
+    write_atomic(out, json.dumps(table, indent=1) + "\n")
+    return table
+
+
+class Estimator:
+    def __init__(self, table: dict):
+        self.startup = table["startup_s"]
+        self.cells = {(c["variant"], c["env"], c["size"]): c for c in table["cells"]}
+
+    def env_factor(self, env: str, size: str) -> float:
+        """How much dearer `env`'s later iterations are than the median env's, over the variants measured in both."""
+        ratios = []
+        for variant in {v for v, _, s in self.cells if s == size}:
+            here = self.cells.get((variant, env, size))
+            typical = self.typical(variant, size)
+            if here and typical:
+                ratios.append(here["later_s"] / typical["later_s"])
+        return statistics.median(ratios) if ratios else 1.0
+
+    def typical(self, variant: str, size: str):
+        """The variant's median cell over the environments measured at that size, or None."""
+        cells = [c for (v, _, s), c in self.cells.items() if v == variant and s == size]
+        if not cells:
+            return None
+        return {key: statistics.median(c[key] for c in cells) for key in ("setup_s", "first_s", "later_s")}
+
+    def seconds(self, variant: str, env: str, size: str, iterations: int):
+        """The estimated seconds of one run, or None where the table knows nothing of the variant at that size."""
+        cell = self.cells.get((variant, env, size))
+        if cell is None:
+            cell = self.typical(variant, size)
+            if cell is None:
+                return None
+            cell = {**cell, "later_s": cell["later_s"] * self.env_factor(env, size)}
+        startup = self.startup[framework(variant)]
+        return startup + cell["setup_s"] + cell["first_s"] + (iterations - 1) * cell["later_s"]
+
+
+def duration(seconds: float) -> str:
+    """'1:05 (h:mm)', or with the days counted out: a sweep that takes days must say so plainly."""
+    minutes = round(seconds / 60)
+    days, minutes = divmod(minutes, 24 * 60)
+    return (f"{days} day{'s' * (days > 1)} " if days else "") + f"{minutes // 60}:{minutes % 60:02d} (h:mm)"
+
+
+def estimate(lines, costs: Path, at_once: int = 1) -> str:
+    """One line: the estimated duration of the runs given as "VARIANT ENV SIZE ITERATIONS" lines, `at_once` at a time."""
+    try:
+        table = json.loads(costs.read_text())
+    except (OSError, ValueError):
+        return f"no estimate: cannot read {costs}"
+    estimator, total, known, unknown = Estimator(table), 0.0, 0, set()
+    for variant, env, size, iterations in (line.split() for line in lines if line.strip()):
+        seconds = estimator.seconds(variant, env, size, int(iterations))
+        if seconds is None:
+            unknown.add(f"{variant} at size {size}")
+        else:
+            total, known = total + seconds, known + 1
+    text = f"estimated {duration(total / at_once)} for {known} runs" + (f", {at_once} at a time" if at_once > 1 else "")
+    text += f", from runs measured on {table['cpu']}"
+    if unknown:
+        text += f"; no measured cost for {', '.join(sorted(unknown))}: their runs are not counted"
+    return text
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    make = commands.add_parser("build", help="the table from records")
+    make.add_argument("directories", nargs="+", type=Path)
+    make.add_argument("--out", type=Path, default=COSTS)
+    make.add_argument("--startup", type=json.loads, help='each framework\'s start-up in seconds: {"jax": 3.1, "torch": 4.2}')
+    guess = commands.add_parser("estimate", help='the duration of the runs on stdin, one "VARIANT ENV SIZE ITERATIONS" a line')
+    guess.add_argument("--costs", type=Path, default=COSTS)
+    guess.add_argument("--at-once", type=int, default=1, help="runs at a time (benchmark.sh --jobs)")
+    args = parser.parse_args(argv)
+    if args.command == "build":
+        startup = args.startup or json.loads(args.out.read_text())["startup_s"]
+        table = build(args.directories, args.out, startup)
+        print(f"wrote {args.out}: {len(table['cells'])} cells measured on {table['cpu']}")
+    else:
+        print(estimate(sys.stdin.read().splitlines(), args.costs, args.at_once))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
