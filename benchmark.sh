@@ -27,7 +27,8 @@
 #   compile  (3) compilation on/off. linen vs linen_nojit and torch_compile vs torch are variants of
 #                "overall"; nnx's switch is a flag, so this runs nnx with and without cached_partial
 #   scaling  (4) --num-envs sweep on CartPole-v1 with the small model: cost vs amount of work
-#   learn        CartPole-v1, each script's default config, over many seeds: does every variant learn?
+#   learn        CartPole-v1 and Acrobot-v1, each script's default config, over many seeds: does every
+#                variant learn, and how many seconds does it take to?
 #
 # Environment: PYTHON (default python3) is the interpreter the variant scripts run under.
 set -euo pipefail
@@ -56,7 +57,7 @@ Options:
   --preset NAME        quick | cpu | full | learn | gpu-check (default full)
   --out DIR            output directory (default benchmark_out/PRESET)
   --variants LIST      comma-separated, from: jax_linen,jax_nnx,jax_equinox,linen_nojit,torch,torch_compile
-  --envs LIST          gymnax ids for overall, sync and compile (scaling and learn use CartPole-v1)
+  --envs LIST          gymnax ids for overall, sync, compile and learn (scaling uses CartPole-v1)
   --sizes LIST         from s (64,64), m (256x3), l (1024x6)
   --repeats N          seeds 1..N for every run
   --experiments LIST   from overall,sync,compile,scaling,learn
@@ -100,6 +101,7 @@ VARIANTS=("${ALL_VARIANTS[@]}") ENVS=("${STUDY_ENVS[@]}") SIZES=(s m l) REPEATS=
 NUM_ENVS=32 NUM_STEPS=256 NUM_MINIBATCHES=8 UPDATE_EPOCHS=10 ITERATIONS=100
 EXPERIMENTS=(overall sync compile scaling)
 SCALING_NUM_ENVS=(32 64 128 256 512 1024 2048 4096) SCALING_ITERATIONS=20  # throughput needs few iterations
+LEARN_ENVS=(CartPole-v1)
 TIMEOUT=7200
 
 preset_full() {
@@ -140,11 +142,11 @@ preset_quick() {
 }
 
 preset_learn() {
-  # Each script's default config (819200 steps on CartPole-v1), seeds 1-10: enough for rliable's
-  # interval estimates (plot.py). On 2 CPU cores a run takes about 20 s (JAX) or 50-75 s (torch,
-  # torch_compile), but about 37 minutes for linen_nojit, which runs seeds 1-3.
-  EXPERIMENTS=(learn) REPEATS=10 TIMEOUT=3600
-  MAX_SEEDS[linen_nojit]=3
+  # Each script's default config (819200 steps) on CartPole-v1 and Acrobot-v1, seeds 1-10: enough for
+  # rliable's interval estimates (plot.py). On 2 CPU cores a run takes about 20 s (JAX) or 50-75 s
+  # (torch, torch_compile), but about 37 minutes for linen_nojit, which runs seeds 1-3 on CartPole-v1.
+  EXPERIMENTS=(learn) REPEATS=10 TIMEOUT=3600 LEARN_ENVS=(CartPole-v1 Acrobot-v1)
+  MAX_SEEDS[linen_nojit]=3 RESTRICT[linen_nojit:envs]="CartPole-v1"
 }
 
 preset_gpu_check() {
@@ -204,7 +206,7 @@ configure() {
   "preset_${PRESET//-/_}"
   # A list given on the command line replaces the preset's list and its restrictions of that kind.
   if [[ -n $USER_VARIANTS ]]; then split_checked VARIANTS "$USER_VARIANTS" "${ALL_VARIANTS[@]}"; unset_restrictions variants; fi
-  if [[ -n $USER_ENVS ]]; then split_checked ENVS "$USER_ENVS"; unset_restrictions envs; fi
+  if [[ -n $USER_ENVS ]]; then split_checked ENVS "$USER_ENVS"; LEARN_ENVS=("${ENVS[@]}"); unset_restrictions envs; fi
   if [[ -n $USER_SIZES ]]; then split_checked SIZES "$USER_SIZES" "${!HIDDEN[@]}"; unset_restrictions sizes; fi
   if [[ -n $USER_EXPERIMENTS ]]; then split_checked EXPERIMENTS "$USER_EXPERIMENTS" "${ALL_EXPERIMENTS[@]}"; fi
   if [[ -n $USER_REPEATS ]]; then
@@ -301,7 +303,7 @@ grid() {
 # The seed is the outermost loop: the plan is REPEATS rounds, each a block of every cell of every
 # experiment, so a sweep stopped part way has every cell with fewer seeds rather than some cells with all.
 make_plan() {
-  local exp n seed
+  local exp n seed env
   for ((seed = 1; seed <= REPEATS; seed++)); do
     for exp in "${EXPERIMENTS[@]}"; do
       case $exp in
@@ -313,7 +315,10 @@ make_plan() {
           for n in "${SCALING_NUM_ENVS[@]}"; do
             block_runs scaling "" CartPole-v1 s "$seed" "$n" "$SCALING_ITERATIONS" "" $(allowed scaling variants "${VARIANTS[@]}")
           done ;;
-        learn) block_runs learn "" CartPole-v1 s "$seed" "" "" "" $(allowed learn variants "${VARIANTS[@]}") ;;
+        learn)
+          for env in "${LEARN_ENVS[@]}"; do
+            block_runs learn "" "$env" s "$seed" "" "" "" $(allowed learn variants "${VARIANTS[@]}")
+          done ;;
       esac
     done
   done
@@ -446,6 +451,67 @@ check_python() {
   missing=$("$PYTHON" -c 'import importlib.util, sys; print(*sorted({m for m in sys.argv[1:] if not importlib.util.find_spec(m)}))' \
     "${modules[@]}") || die "PYTHON=$PYTHON failed to look up its packages"
   [[ -z $missing ]] || die "PYTHON=$PYTHON cannot import: $missing (activate the project's virtual environment, or set PYTHON to its interpreter)"
+}
+
+# check_envs: the --envs ids are gymnax environments with discrete actions, or one line and exit 2, before the plan
+# (every run of another id would fail). The preset's own environments are known to be.
+check_envs() {
+  [[ -n $USER_ENVS ]] || return 0
+  local bad
+  bad=$("$PYTHON" - "${ENVS[@]}" <<'EOF'
+import sys
+import gymnax
+from gymnax.environments.spaces import Discrete
+known = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]  # that one downloads MNIST when built
+for env_id in sys.argv[1:]:
+    if env_id not in known:
+        print(f"unknown environment '{env_id}'; gymnax ids: {', '.join(known)}")
+        break
+    env, params = gymnax.make(env_id)
+    if not isinstance(env.action_space(params), Discrete):
+        print(f"{env_id} has continuous actions; the variants train discrete-action environments only")
+        break
+EOF
+) || die "PYTHON=$PYTHON failed to check --envs"
+  [[ -z $bad ]] || die "--envs: $bad"
+}
+
+# check_out: OUT exists and is writable, or can be made where the nearest existing directory is writable;
+# else one line and exit 2, before anything runs. Nothing is created by the check.
+check_out() {
+  local dir=$OUT
+  while [[ ! -d $dir ]]; do
+    [[ ! -e $dir ]] || die "--out $OUT cannot be created: $dir is a file"
+    dir=$(dirname "$dir")
+  done
+  { : >"$dir/.tmp-check-$$" && rm -f "$dir/.tmp-check-$$"; } 2>/dev/null || die "--out $OUT cannot be written: $dir does not accept files"
+}
+
+# check_same_cpu: refuse (one line, exit 2, nothing run) to add runs to an OUT whose CPU timings came from
+# another CPU model: a sweep resumed there would pair, in one block, runs timed on two machines.
+check_same_cpu() {
+  [[ -d $OUT ]] || return 0
+  local found
+  found=$("$PYTHON" - "$OUT" <<'EOF'
+import json, pathlib, platform, sys
+# The model as the scripts' cpu_info() names it (tests/test_benchmark.py holds the two to the same string).
+first = open("/proc/cpuinfo").read().split("\n\n")[0] if pathlib.Path("/proc/cpuinfo").exists() else ""
+fields = {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in first.splitlines() if ":" in line)}
+here = fields.get("model name") or platform.processor() or platform.machine()
+if "cpu family" in fields:
+    here += f" (family {fields['cpu family']}, model {fields.get('model')})"
+for path in pathlib.Path(sys.argv[1]).rglob("*.json"):
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        continue
+    model = (record.get("cpu") or {}).get("model") if isinstance(record, dict) and record.get("device") == "cpu" else None
+    if model not in (None, here):
+        print(f"{path.name} was timed on {model}, and this machine is {here}")
+        break
+EOF
+) || return 0
+  [[ -z $found ]] || die "$OUT holds CPU timings of another CPU model ($found): give another --out"
 }
 
 # ---------------------------------------------------------------- beyond one run at a time
@@ -682,7 +748,8 @@ main() {
   parse_args "$@"
   configure
   check_modes
-  ((LIST || SLURM)) || check_python  # listing or submitting runs nothing here
+  ((LIST || SLURM)) || { check_python; check_envs; }  # listing or submitting runs nothing here
+  ((LIST || DRY_RUN || GPU_CHECK)) || check_out
   if ((GPU_CHECK)); then
     local variants; variants=$(IFS=,; echo "${VARIANTS[*]}")
     "$PYTHON" "$ROOT/bench/gpu_check.py" --variants "$variants"; return
@@ -690,6 +757,7 @@ main() {
   make_plan
   if ((LIST)); then list_plan; return 0; fi
   if ((SLURM)); then write_slurm; return 0; fi
+  ((DRY_RUN)) || check_same_cpu
   if [[ -n $TASK ]]; then run_task; return; fi
   if [[ -n $JOBS ]] && ((JOBS > 1 || ${#DEVICES[@]})); then check_jobs; run_jobs; return; fi
   local total=${#R_NAME[@]} i status k todo=() done_count=0

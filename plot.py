@@ -3,13 +3,15 @@
     python plot.py benchmark_out/cpu                 # PNGs, summary.md and summary.json into that directory
     python plot.py benchmark_out/cpu --out results   # ... or into another one
 
-Reads every run JSON (schema 1) under DIR, skipping with a warning files that do not parse and
+Reads every run JSON (schema 1 or 2) under DIR, skipping with a warning files that do not parse and
 failure records, plus DIR/env_cost.json (the x-axis "environment cost") when it is there.
-Which experiment a run belongs to is its `args.exp_name`, which benchmark.sh sets.
-Every speedup is a ratio time(B) / time(A) ("A vs B = 2.0": A took half as long as B), computed per
-block of runs that ran back to back (same experiment, env, size, num_envs, seed), then the geometric
-mean over the blocks with a 95% bootstrap interval and the verdict the interval allows. Learning is
-compared with rliable: IQM, mean and probability of improvement, with stratified-bootstrap intervals.
+Which experiment a run belongs to is its `args.exp_name`, which benchmark.sh sets. Records of two
+machines (two GPUs, or two CPU models) are never compared: each gets its own report, in OUT/machine-*.
+The answer comes first: each variant's time as a multiple of jax_linen's, computed per block of runs
+that ran back to back (same experiment, env, size, num_envs, seed), then the geometric mean over the
+blocks with a 95% bootstrap interval and the verdict the interval allows; per (env, size) cell and per
+size over its envs. Learning is compared with rliable: IQM, mean and probability of improvement, with
+stratified-bootstrap intervals, and the wall-clock seconds to each environment's threshold.
 Writes the figures, summary.md, and every ratio and learning statistic in summary.json.
 """
 
@@ -52,7 +54,9 @@ LEARN_PAIRS = [("jax_linen", "jax_nnx"), ("jax_linen", "jax_equinox"), ("jax_nnx
 COLLAPSED = 425
 COLORS = dict(zip(VARIANTS, plt.get_cmap("tab10").colors))
 MARKERS = {"s": "o", "m": "s", "l": "^"}
-FIGURES = [
+FIGURES = [  # and one learn_ENV.png per environment of the learn runs
+    "answer_env_cost.png",
+    "answer_size.png",
     "duration.png",
     "speedup.png",
     "overhead.png",
@@ -60,7 +64,7 @@ FIGURES = [
     "compilation.png",
     "scaling.png",
     "learning_curves.png",
-    "learn.png",
+    "learn.png",  # before one figure per environment: removed when found
 ]
 
 
@@ -89,6 +93,14 @@ def warn(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr)
 
 
+# The keys plot.py reads, for each schema version it accepts; a record without one of them is skipped.
+READS = {
+    1: ["variant", "env_id", "hidden", "seed", "args", "device", "versions", "sync_timing", "env_steps", "setup_duration",
+        "iteration_durations", "total_duration", "compiles_after_first_iteration", "episodic_return", "final_return"],
+}
+READS[2] = READS[1] + ["cpu", "peak_host_memory_mb"]
+
+
 def load_runs(directory: Path):
     """(runs, failures): the ok records under `directory`, and what was wrong with the other files."""
     runs, failures = [], []
@@ -101,9 +113,15 @@ def load_runs(directory: Path):
             warn(f"{path}: does not parse ({e}); skipped")
             failures.append(f"{path.relative_to(directory)}: does not parse")
             continue
-        if not isinstance(record, dict) or record.get("status") != "ok" or record.get("schema_version") not in (1, 2):
+        if not isinstance(record, dict) or record.get("status") != "ok" or record.get("schema_version") not in READS:
             reason = record.get("reason", "not a schema 1 or 2 run record") if isinstance(record, dict) else "not a record"
             warn(f"{path}: failure record or not a run ({reason}); skipped")
+            failures.append(f"{path.relative_to(directory)}: {reason}")
+            continue
+        missing = [key for key in READS[record["schema_version"]] if key not in record]
+        if missing or not isinstance(record["args"], dict) or "num_envs" not in record["args"]:
+            reason = f"incomplete: no {(missing or ['args.num_envs'])[0]!r}"
+            warn(f"{path}: {reason}; skipped")
             failures.append(f"{path.relative_to(directory)}: {reason}")
             continue
         args = record["args"]
@@ -232,21 +250,24 @@ def ratio_verdict(low, high, n_blocks) -> str:
     return "A faster" if low > 1 else "B faster" if high < 1 else "no difference detected"
 
 
-def compare(runs, a, b, metric, size):
-    """The ratio time(b) / time(a) for one size and metric, as a summary.json row; None without a block."""
-    ratios = paired_ratios([r for r in runs if r.size == size], a, b, metric)
+def compare(runs, a, b, metric, size, env=None):
+    """The ratio time(b) / time(a) for one size (and one env, or every env) and metric, as a summary.json row;
+    None without a block."""
+    runs = [r for r in runs if r.size == size and env in (None, r.env)]
+    ratios = paired_ratios(runs, a, b, metric)
     if not ratios:
         return None
     logs = np.log(ratios)
     low = high = np.nan
     if len(ratios) >= MIN_BLOCKS:
         low, high = np.exp(interval(logs, np.mean))
-    experiments = sorted({r.experiment for r in runs if r.size == size and r.variant in (a, b)})
+    experiments = sorted({r.experiment for r in runs if r.variant in (a, b)})
     return {
         "a": a,
         "b": b,
         "metric": metric,
         "size": size,
+        "env": env,
         "experiment": "+".join(experiments),
         "ratio": float(np.exp(logs.mean())),
         "ci_low": none_if_nan(low),
@@ -311,6 +332,143 @@ def env_axis(directory: Path, envs):
         return {env: i for i, env in enumerate(sorted(envs))}, "environment (by name)", False
 
 
+def name_envs(ax, x) -> None:
+    """The environments' names along the x-axis, at their x positions."""
+    for env, position in x.items():
+        ax.annotate(
+            env, (position, 0), xycoords=("data", "axes fraction"), rotation=90, fontsize=6, xytext=(2, 3),
+            textcoords="offset points", alpha=0.6,
+        )
+
+
+# ---------------------------------------------------------------- the answer: each variant's time over jax_linen's
+REFERENCE = "jax_linen"
+ENV_STYLES = ["-", "--", ":", "-."]  # one line style per environment where a figure has several
+
+
+def against_reference(row) -> dict:
+    """A compare() row of (REFERENCE, variant), as the answer reads it: the variant's time over the reference's."""
+    verdict = {"A faster": f"slower than {REFERENCE}", "B faster": f"faster than {REFERENCE}"}
+    kept = {k: v for k, v in row.items() if k not in ("a", "b")}
+    return {"variant": row["b"], **kept, "verdict": verdict.get(row["verdict"], row["verdict"])}
+
+
+def answer_rows(runs, metric="steady"):
+    """Each variant's `metric` time over the reference's: per size over its environments (env None), and per
+    (environment, size) cell."""
+    rows = []
+    variants = ordered({r.variant for r in runs} & set(SPEEDUP_VARIANTS) - {REFERENCE}, VARIANTS)
+    for size in sizes_of(runs):
+        envs = sorted({r.env for r in runs if r.size == size})
+        for variant, env in itertools.product(variants, [None, *envs]):
+            row = compare(runs, REFERENCE, variant, metric, size, env)
+            if row:
+                rows.append(against_reference(row))
+    return rows
+
+
+def draw_cells(ax, cells, x, variant, k, n, log, **line):
+    """One variant's cells as points with their intervals at x[cell], nudged sideways (k of n) so that
+    the variants' bars do not hide one another."""
+    nudge = (lambda v: v * 1.04 ** (k - n / 2)) if log else (lambda v: v + 0.07 * (k - n / 2))
+    xs = [nudge(x(r)) for r in cells]
+    ax.errorbar(xs, [r["ratio"] for r in cells], yerr=interval_bars(cells), color=COLORS.get(variant), marker="o",
+                ms=4, lw=0.8, capsize=2, **line)
+
+
+def plot_answer(runs, directory, out, answer):
+    """The study's answer: each variant's steady iteration over jax_linen's against the environment's cost (one
+    panel per size) and against the model's size, with the tables behind both."""
+    rows = answer_rows(runs)
+    if not rows:
+        return []
+    answer.extend(rows)
+    cells = [r for r in rows if r["env"]]
+    envs = sorted({r["env"] for r in cells})
+    x, xlabel, log = env_axis(directory, envs)
+    variants = ordered({r["variant"] for r in rows}, VARIANTS)
+    sizes = [s for s in sizes_of(runs) if any(r["size"] == s for r in cells)]
+    fig, axes = size_axes(sizes)
+    for ax, size in zip(axes[0], sizes):
+        for k, v in enumerate(variants):
+            mine = sorted((r for r in cells if (r["variant"], r["size"]) == (v, size)), key=lambda r: x[r["env"]])
+            if mine:
+                draw_cells(ax, mine, lambda r: x[r["env"]], v, k, len(variants), log, label=v)
+        ax.axhline(1, color=COLORS[REFERENCE], lw=1, ls="--", label=f"{REFERENCE} (1)")
+        ax.set(xlabel=xlabel, ylabel=f"steady iteration, x {REFERENCE}'s time", title=f"size {size}")
+        ax.set_yscale("log")
+        if log:
+            ax.set_xscale("log")
+        else:
+            ax.set_xlim(-0.5, len(envs) - 0.5)
+        name_envs(ax, {e: x[e] for e in envs if any(r["env"] == e and r["size"] == size for r in cells)})
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=8)
+    lines = [
+        save(fig, out, "answer_env_cost.png", legend_inches=0.35),
+        f"Each variant's steady iteration (median of iterations 1-end) as a multiple of {REFERENCE}'s, {RATIO_TEXT} "
+        "Points: one environment each, with its interval; the dashed line: as fast as jax_linen.",
+        "",
+    ]
+    # The size axis: the environments that ran at more than one size.
+    params = {(r.env, r.size): r.record.get("param_count") for r in runs}
+    size_envs = [e for e in envs if len({r["size"] for r in cells if r["env"] == e}) > 1 and None not in
+                 [params.get((e, r["size"])) for r in cells if r["env"] == e]][: len(ENV_STYLES)]
+    if size_envs:
+        fig, ax = plt.subplots(figsize=(8, 5))
+        for k, v in enumerate(variants):
+            for env, style in zip(size_envs, ENV_STYLES):
+                mine = sorted((r for r in cells if (r["variant"], r["env"]) == (v, env)), key=lambda r: params[env, r["size"]])
+                if mine:
+                    draw_cells(ax, mine, lambda r, env=env: params[env, r["size"]], v, k, len(variants), True, ls=style)
+        for (env, size), count in params.items():
+            if env in size_envs:
+                ax.annotate(size, (count, 0), xycoords=("data", "axes fraction"), xytext=(0, 3), textcoords="offset points",
+                            fontsize=7, alpha=0.6)
+        ax.axhline(1, color=COLORS[REFERENCE], lw=1, ls="--")
+        proxies = [plt.Line2D([], [], color=COLORS.get(v), marker="o", label=v) for v in variants]
+        proxies += [plt.Line2D([], [], color="gray", ls=style, label=env) for env, style in zip(size_envs, ENV_STYLES)]
+        proxies.append(plt.Line2D([], [], color=COLORS[REFERENCE], ls="--", label=f"{REFERENCE} (1)"))
+        ax.legend(handles=proxies, fontsize=7, ncol=2)
+        ax.set(xlabel="parameters (actor and critic; sizes s, m, l)", ylabel=f"steady iteration, x {REFERENCE}'s time",
+               title="The gap as the model grows")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        lines += [save(fig, out, "answer_size.png"), "The same ratios against the model's size, one line style per environment.", ""]
+    pooled = [r for r in rows if r["env"] is None]
+    spread = {
+        (r["variant"], r["size"]): [c["ratio"] for c in cells if (c["variant"], c["size"]) == (r["variant"], r["size"])]
+        for r in pooled
+    }
+    lines += [
+        "Per size, over its environments (every block of that size):",
+        "",
+        table(
+            ["size", "variant", f"x {REFERENCE}'s time [95% CI]", "blocks", "verdict", "environments", "lowest cell", "highest cell"],
+            [
+                [r["size"], r["variant"], with_interval(r["ratio"], r["ci_low"], r["ci_high"]), r["n_blocks"], r["verdict"],
+                 len(spread[r["variant"], r["size"]]), fmt(min(spread[r["variant"], r["size"]])),
+                 fmt(max(spread[r["variant"], r["size"]]))]
+                for r in pooled
+            ],
+        ),
+        "",
+        f"Per environment and size (x {REFERENCE}'s time [95% CI]; environments by cost):",
+        "",
+        table(
+            ["env", "size", *variants],
+            [
+                [env, size, *[next((with_interval(r["ratio"], r["ci_low"], r["ci_high"]) for r in cells
+                                    if (r["variant"], r["env"], r["size"]) == (v, env, size)), "") for v in variants]]
+                for size in sizes
+                for env in sorted(envs, key=x.get)
+                if any((r["env"], r["size"]) == (env, size) for r in cells)
+            ],
+        ),
+    ]
+    return lines
+
+
 # ---------------------------------------------------------------- figures
 def plot_durations(runs, directory, out):
     totals = median_by(runs, lambda r: (r.variant, r.env, r.size), lambda r: r.total)
@@ -336,17 +494,7 @@ def plot_durations(runs, directory, out):
         ax.set_xscale("log")
     else:
         ax.set_xlim(-0.5, len(envs) - 0.5)
-    for env in envs:  # name the environments along the x-axis
-        ax.annotate(
-            env,
-            (x[env], 0),
-            xycoords=("data", "axes fraction"),
-            rotation=90,
-            fontsize=6,
-            xytext=(2, 3),
-            textcoords="offset points",
-            alpha=0.6,
-        )
+    name_envs(ax, x)
     ax.legend(fontsize=7, ncol=2)
     rows = [
         [env, size, *[fmt(totals.get((v, env, size))) for v in variants]]
@@ -369,7 +517,7 @@ def plot_speedups(runs, out, stats):
     rows = {m: [compare(runs, a, b, m, size) for size in sizes for a, b in pairs] for m in SPEEDUP_METRICS}
     rows = {m: [r for r in rs if r] for m, rs in rows.items()}
     if not any(rows.values()):
-        return ["No two variants ran in the same block (experiment, env, size, num_envs, seed)."]
+        return []
     stats.extend(r for rs in rows.values() for r in rs)
     fig, axes = plt.subplots(len(SPEEDUP_METRICS), len(sizes), figsize=(4 + 3 * len(sizes), 11), squeeze=False)
     for row, metric in zip(axes, SPEEDUP_METRICS):
@@ -388,30 +536,38 @@ def plot_speedups(runs, out, stats):
     return lines
 
 
+def median_with_interval(values) -> tuple[float, float, float]:
+    """The median and its bootstrap interval ((nan, nan) under MIN_BLOCKS values)."""
+    if len(values) < MIN_BLOCKS:
+        return float(np.median(values)), np.nan, np.nan
+    return float(np.median(values)), *interval(np.array(values, float), np.median)
+
+
 def plot_overhead(runs, out):
+    """Setup and iteration 0 (compilation) in seconds, and the later windows' seconds per iteration."""
     sizes, variants = sizes_of(runs), ordered([r.variant for r in runs], VARIANTS)
-    means, setups = {}, {}
-    for (variant, size), group in group_by(runs, lambda r: (r.variant, r.size)).items():
-        setups[(variant, size)] = float(np.median([r.record["setup_duration"] for r in group]))
+    windows = {"setup": None, **WINDOWS}
+    values = defaultdict(list)  # (variant, size, window): one value per run
+    for r in runs:
+        values[r.variant, r.size, "setup"].append(r.record["setup_duration"])
         for window, cut in WINDOWS.items():
-            values = [np.mean(r.record["iteration_durations"][cut]) for r in group if r.record["iteration_durations"][cut]]
-            means[(variant, size, window)] = float(np.median(values)) if values else np.nan
+            if r.record["iteration_durations"][cut]:
+                values[r.variant, r.size, window].append(float(np.mean(r.record["iteration_durations"][cut])))
+    medians = {key: median_with_interval(v) for key, v in values.items()}
     fig, axes = size_axes(sizes)
-    width = 0.8 / len(WINDOWS)
+    width = 0.8 / len(windows)
     for ax, size in zip(axes[0], sizes):
-        for j, window in enumerate(WINDOWS):
-            ax.bar(
-                np.arange(len(variants)) + j * width,
-                [means.get((v, size, window), np.nan) for v in variants],
-                width,
-                label=window,
-            )
-        ax.set_xticks(np.arange(len(variants)) + width, variants, rotation=30, fontsize=7)
-        ax.set(ylabel="seconds per iteration", title=f"Per-iteration time by window, size {size}")
+        for j, window in enumerate(windows):
+            cells = [medians.get((v, size, window), (np.nan,) * 3) for v in variants]
+            heights = np.array([c[0] for c in cells])
+            bars = np.nan_to_num(np.array([[c[0] - c[1], c[2] - c[0]] for c in cells]).T.reshape(2, -1)).clip(0)
+            ax.bar(np.arange(len(variants)) + j * width, heights, width, yerr=bars, capsize=2, label=window)
+        ax.set_xticks(np.arange(len(variants)) + 1.5 * width, variants, rotation=30, fontsize=7)
+        ax.set(ylabel="seconds (setup) or seconds per iteration", title=f"Setup, compilation and later iterations, size {size}")
         ax.set_yscale("log")
         ax.legend(fontsize=7)
     rows = [
-        [size, v, fmt(setups.get((v, size))), *[fmt(means.get((v, size, w))) for w in WINDOWS]]
+        [size, v, *[fmt(medians.get((v, size, w), (np.nan,))[0]) for w in windows]]
         for size in sizes
         for v in variants
     ]
@@ -419,9 +575,9 @@ def plot_overhead(runs, out):
         save(fig, out, "overhead.png"),
         "Seconds before iteration 0 (setup: env, model and optimizer built), and mean seconds per iteration in each "
         "window of iterations (0-based: iteration 0 is the first and includes compilation), median over "
-        "environments and seeds:",
+        f"environments and seeds; in the figure with the median's {CONFIDENCE:.0%} bootstrap interval:",
         "",
-        table(["size", "variant", "setup", *WINDOWS], rows),
+        table(["size", "variant", *windows], rows),
     ]
 
 
@@ -435,7 +591,26 @@ def plot_rollout_update(runs, out, stats):
             for f in ("rollout_durations", "update_durations")
         )
     # Shares, not seconds: the variants differ by orders of magnitude; the seconds are on the bars.
-    fig, axes = size_axes(sizes)
+    # Below them, each part's time over jax_linen's, block by block.
+    ratios = {
+        metric: [against_reference(r) for v in variants for size in sizes if v != REFERENCE
+                 for r in [compare(runs, REFERENCE, v, metric, size)] if r]
+        for metric in ("rollout", "update")
+    }
+    panels = 2 if any(ratios.values()) else 1  # no second row without jax_linen to divide by
+    fig, axes = plt.subplots(panels, len(sizes), figsize=(5 * len(sizes), 4.5 * panels), squeeze=False)
+    for ax, size in zip(axes[1] if panels == 2 else [], sizes):
+        for j, metric in enumerate(ratios):
+            cell = [r for r in ratios[metric] if r["size"] == size]
+            xs = np.array([variants.index(r["variant"]) for r in cell]) + 0.4 * j
+            ax.bar(xs, [r["ratio"] for r in cell], 0.4, yerr=interval_bars(cell), capsize=3,
+                   color=[COLORS.get(r["variant"]) for r in cell], alpha=1 if j == 0 else 0.5,
+                   label="rollout + GAE (solid)" if j == 0 else "update (light)")
+        ax.axhline(1, color=COLORS[REFERENCE], lw=1, ls="--")
+        ax.set_xticks(np.arange(len(variants)) + 0.2, variants, rotation=30, fontsize=7)
+        ax.set(ylabel=f"x {REFERENCE}'s time", title=f"Each part over {REFERENCE}'s, size {size}")
+        ax.set_yscale("log")
+        ax.legend(fontsize=7)
     for ax, size in zip(axes[0], sizes):
         rollout, update = np.array([parts.get((v, size), (np.nan, np.nan)) for v in variants]).T.reshape(2, -1)
         total = rollout + update
@@ -462,16 +637,16 @@ def plot_rollout_update(runs, out, stats):
         table(["size", "variant", "rollout + GAE", "update", "rollout share"], rows),
     ]
     for metric in ("rollout", "update"):
-        ratios = [compare(runs, a, b, metric, size) for size in sizes for a, b in itertools.combinations(variants, 2)]
-        ratios = [r for r in ratios if r]
-        stats.extend(ratios)
+        rows = [r for v in variants if v != REFERENCE for size in sizes for r in [compare(runs, REFERENCE, v, metric, size)] if r]
+        stats.extend(rows)
         lines += [
             "",
             f"### Speedup, {metric} (--sync-timing)",
             "",
-            f"time(B) / time(A) of the {'rollout + GAE' if metric == 'rollout' else 'update'}, {RATIO_TEXT}",
+            f"time(B) / time(A) of the {'rollout + GAE' if metric == 'rollout' else 'update'}, A = {REFERENCE}: "
+            f"B's time as a multiple of {REFERENCE}'s, {RATIO_TEXT}",
             "",
-            ratio_table(ratios),
+            ratio_table(rows),
         ]
     return lines
 
@@ -482,7 +657,7 @@ def plot_compilation(runs, out, stats):
     rows = [compare(runs, on, off, metric, size) for size in sizes for on, off in COMPILE_PAIRS for metric in SPEEDUP_METRICS]
     rows = [r for r in rows if r]
     if not rows:
-        return ["No compiled and not-compiled runs in the same block."]
+        return []
     stats.extend(rows)
     fig, axes = size_axes(sizes)
     for ax, size in zip(axes[0], sizes):
@@ -507,6 +682,35 @@ def plot_compilation(runs, out, stats):
             for metric in SPEEDUP_METRICS
             for line in (f"**{metric}**", "", ratio_table([r for r in rows if r["metric"] == metric]), "")
         ],
+    ]
+
+
+def plot_memory(runs, memory):
+    """Peak memory per variant and size, from the records that hold it (schema 2): the host's resident set,
+    and on a GPU the peak of each framework's allocator, summed."""
+    rows, groups = [], group_by(runs, lambda r: (r.size, r.variant))
+    for size in sizes_of(runs):
+        for variant in ordered([v for s, v in groups if s == size], VARIANTS):
+            group = groups[size, variant]
+            host = [r.record["peak_host_memory_mb"] for r in group if r.record.get("peak_host_memory_mb") is not None]
+            gpu = [sum(x or 0 for x in r.record["gpu"]["peak_memory_mb"].values()) for r in group
+                   if (r.record.get("gpu") or {}).get("peak_memory_mb")]
+            if host:
+                rows.append({"variant": variant, "size": size, "runs": len(host), "host_mb_median": float(np.median(host)),
+                             "host_mb_max": float(np.max(host)), "gpu_mb_median": float(np.median(gpu)) if gpu else None})
+    if not rows:
+        return []
+    memory.extend(rows)
+    gpu = any(r["gpu_mb_median"] is not None for r in rows)
+    return [
+        "Peak resident memory of the whole process (MiB: the framework, its compiled programs, the environments and "
+        "the rollout), median and highest over the runs" + (", and the GPU allocators' peak" if gpu else "") + ":",
+        "",
+        table(
+            ["size", "variant", "runs", "host MiB, median", "host MiB, highest", *(["GPU MiB, median"] if gpu else [])],
+            [[r["size"], r["variant"], r["runs"], f"{r['host_mb_median']:.0f}", f"{r['host_mb_max']:.0f}",
+              *([fmt(r["gpu_mb_median"])] if gpu else [])] for r in rows],
+        ),
     ]
 
 
@@ -558,33 +762,61 @@ def interval_estimates(scores: dict, func, reps: int = RLIABLE_REPS):
         np.random.set_state(state)
 
 
+def iqm_band(returns):
+    """(IQM over the runs, interval low, interval high) of a (runs, points) array, point by point; the interval is
+    rliable's stratified bootstrap."""
+    if returns.shape[1] == 0:  # no point where every run has a value
+        return np.array([]), np.array([]), np.array([])
+    iqm, ci = interval_estimates({"runs": returns[:, None, :]}, lambda s: iqm_over_runs(s[:, 0, :]), reps=CURVE_REPS)
+    return iqm["runs"], *ci["runs"]
+
+
 def curve(group):
     """(env steps, IQM over the runs, interval low, interval high) of episodic_return per iteration, over
-    the iterations where every run finished an episode; the interval is rliable's stratified bootstrap."""
+    the iterations where every run finished an episode."""
     length = min(len(r.record["episodic_return"]) for r in group)
     returns = np.array([[np.nan if x is None else x for x in r.record["episodic_return"][:length]] for r in group])
     steps = np.arange(1, length + 1) * group[0].record["env_steps"] / len(group[0].record["episodic_return"])
     keep = np.isfinite(returns).all(0)
-    steps, returns = steps[keep], returns[:, keep]
-    iqm, ci = interval_estimates({"runs": returns[:, None, :]}, lambda s: iqm_over_runs(s[:, 0, :]), reps=CURVE_REPS)
-    return steps, iqm["runs"], *ci["runs"]
+    return steps[keep], *iqm_band(returns[:, keep])
 
 
-def draw_curves(ax, groups, label=lambda variant: variant):
+def clock_curve(group, points=80):
+    """(seconds since train() started, IQM, interval low, interval high) of the return against wall-clock time:
+    at each time, each run's return is that of the last iteration it had ended by then. Over the times where
+    every run has one: from the slowest run's first iteration to the fastest run's end."""
+    ends = [r.record["setup_duration"] + np.cumsum(r.record["iteration_durations"]) for r in group]
+    start, stop = max(e[0] for e in ends), min(e[-1] for e in ends)
+    seconds = np.geomspace(start, stop, points) if stop > start else np.array([start])
+    returns = np.array(
+        [
+            [np.nan if (x := r.record["episodic_return"][np.searchsorted(e, s, side="right") - 1]) is None else x for s in seconds]
+            for r, e in zip(group, ends)
+        ]
+    )
+    keep = np.isfinite(returns).all(0)
+    return seconds[keep], *iqm_band(returns[:, keep])
+
+
+def draw_curves(ax, groups, label=lambda variant: variant, against=curve):
     for variant in ordered(groups, VARIANTS):
-        steps, iqm, low, high = curve(groups[variant])
-        ax.plot(steps, iqm, color=COLORS.get(variant), label=label(variant))
-        ax.fill_between(steps, low, high, color=COLORS.get(variant), alpha=0.2)
+        x, iqm, low, high = against(groups[variant])
+        ax.plot(x, iqm, color=COLORS.get(variant), label=label(variant))
+        ax.fill_between(x, low, high, color=COLORS.get(variant), alpha=0.2)
 
 
 def plot_learning_curves(runs, out):
-    envs, sizes = sorted({r.env for r in runs}), sizes_of(runs)
-    fig, axes = plt.subplots(len(envs), len(sizes), figsize=(4 * len(sizes), 2.6 * len(envs)), squeeze=False)
-    for (i, env), (j, size) in itertools.product(enumerate(envs), enumerate(sizes)):
-        cell = [r for r in runs if (r.env, r.size) == (env, size)]
-        draw_curves(axes[i, j], group_by(cell, lambda r: r.variant))
-        axes[i, j].set(title=f"{env}, size {size}", xlabel="env steps", ylabel="episodic return")
-        axes[i, j].title.set_fontsize(9)
+    """One panel per (environment, size) that ran: no empty panels."""
+    cells = sorted({(r.env, r.size) for r in runs}, key=lambda c: (c[0], list(MARKERS).index(c[1]) if c[1] in MARKERS else 9))
+    columns = min(4, len(cells))
+    rows = -(-len(cells) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(4 * columns, 2.6 * rows), squeeze=False)
+    for ax, (env, size) in zip(axes.flat, cells):
+        draw_curves(ax, group_by([r for r in runs if (r.env, r.size) == (env, size)], lambda r: r.variant))
+        ax.set(title=f"{env}, size {size}", xlabel="env steps", ylabel="episodic return")
+        ax.title.set_fontsize(9)
+    for ax in axes.flat[len(cells) :]:
+        ax.set_visible(False)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=7)
     return [
@@ -602,11 +834,11 @@ def probability_of_improvement(finals, pairs) -> dict:
     return {(x, y): (float(point[f"{x} vs {y}"]), *map(float, np.ravel(ci[f"{x} vs {y}"]))) for x, y in pairs}
 
 
-def collapse_difference(a, b) -> tuple[float, float, float]:
-    """The share of runs of a that end below COLLAPSED minus b's, with Newcombe's hybrid score interval
+def collapse_difference(a, b, below=COLLAPSED) -> tuple[float, float, float]:
+    """The share of runs of a that end below `below` minus b's, with Newcombe's hybrid score interval
     (Statistics in Medicine 17:873, 1998, method 10) built from scipy's Wilson intervals of each share.
     Unlike a bootstrap, it stays honest when a share is 0 of n: resampling no collapses gives none."""
-    (ka, na), (kb, nb) = ((int(np.sum(np.array(x) < COLLAPSED)), len(x)) for x in (a, b))
+    (ka, na), (kb, nb) = ((int(np.sum(np.array(x) < below)), len(x)) for x in (a, b))
     (pa, la, ua), (pb, lb, ub) = (
         (k / n, *stats.binomtest(k, n).proportion_ci(CONFIDENCE, method="wilson")) for k, n in ((ka, na), (kb, nb))
     )
@@ -614,10 +846,10 @@ def collapse_difference(a, b) -> tuple[float, float, float]:
     return float(difference), float(difference - np.hypot(pa - la, ub - pb)), float(difference + np.hypot(ua - pa, pb - lb))
 
 
-def learning_statistics(finals, reference="jax_linen"):
+def learning_statistics(finals, reference=REFERENCE, collapse=COLLAPSED):
     """Per variant, rliable's IQM and mean of final_return with stratified-bootstrap intervals, the
-    share of runs that end below COLLAPSED, and the probability of improvement over the reference
-    with its interval, as summary.json rows."""
+    share of runs that end below `collapse` (if the environment has such a line), and the probability of
+    improvement over the reference with its interval, as summary.json rows."""
     scores = {v: np.array(f, dtype=float)[:, None] for v, f in finals.items()}  # (runs, 1 task)
     aggregate = lambda s: np.array([rly_metrics.aggregate_iqm(s), rly_metrics.aggregate_mean(s)])
     point, ci = interval_estimates(scores, aggregate)
@@ -654,76 +886,209 @@ def learning_statistics(finals, reference="jax_linen"):
                 f"prob_improvement_vs_{reference}_ci_low": none_if_nan(pi_low),
                 f"prob_improvement_vs_{reference}_ci_high": none_if_nan(pi_high),
                 "min": float(np.min(finals[v])),
-                f"share_below_{COLLAPSED}": float(np.mean(np.array(finals[v]) < COLLAPSED)),
+                **({f"share_below_{collapse}": float(np.mean(np.array(finals[v]) < collapse))} if collapse else {}),
                 "verdict": verdict,
             }
         )
     return rows
 
 
-def plot_learn(runs, out, stats, learning, learning_pairs):
+def time_to_threshold(record, threshold):
+    """(seconds from the start of train() until an iteration's mean return first reaches `threshold`, setup and
+    compilation included; the same without setup and iteration 0), or (None, None) if no iteration does."""
+    durations = record["iteration_durations"]
+    for i, value in enumerate(record["episodic_return"]):
+        if value is not None and value >= threshold:
+            return record["setup_duration"] + sum(durations[: i + 1]), sum(durations[1 : i + 1])
+    return None, None
+
+
+def threshold_statistics(groups, threshold):
+    """Per variant: the share of runs that reach `threshold` (Wilson interval), and over the runs that reach it the
+    IQM of the seconds it took, with and without setup and iteration 0 (rliable's stratified bootstrap)."""
+    rows = []
+    for v in ordered(groups, VARIANTS):
+        times = [time_to_threshold(r.record, threshold) for r in groups[v]]
+        reached = np.array([t for t in times if t[0] is not None], float).reshape(-1, 2)
+        low, high = stats.binomtest(len(reached), len(times)).proportion_ci(CONFIDENCE, method="wilson")
+        row = {"variant": v, "threshold": threshold, "runs": len(times), "reached": len(reached),
+               "share_reached": len(reached) / len(times), "share_reached_ci": [float(low), float(high)]}
+        for key in ("seconds", "seconds_after_iteration_0"):
+            row.update({key: None, f"{key}_ci": None})
+        if len(reached) >= MIN_BLOCKS:
+            point, ci = interval_estimates(
+                {"seconds": reached[:, :1], "seconds_after_iteration_0": reached[:, 1:]}, rly_metrics.aggregate_iqm
+            )
+            for key in point:
+                row.update({key: float(np.ravel(point[key])[0]), f"{key}_ci": [float(x) for x in np.ravel(ci[key])]})
+        rows.append(row)
+    return rows
+
+
+# Each environment's bar for learning: CartPole-v1's 475 (of 500) and Acrobot-v1's -100 (gymnasium's
+# reward_threshold for both); and, on CartPole-v1, the line below which a run that reached 500 "collapsed".
+THRESHOLDS = {"CartPole-v1": 475.0, "Acrobot-v1": -100.0}
+COLLAPSE_BELOW = {"CartPole-v1": COLLAPSED}
+
+
+def plot_learn(runs, out, stats, learning, learning_pairs, thresholds):
+    lines = []
+    for env in sorted({r.env for r in runs}):
+        lines += [f"### {env}", ""]
+        lines += learn_env(env, [r for r in runs if r.env == env], out, stats, learning, learning_pairs, thresholds)
+        lines.append("")
+    return lines
+
+
+def learn_env(env, runs, out, stats, learning, learning_pairs, thresholds):
+    """One environment's learn runs: the return against steps and against seconds, the final returns with
+    rliable's statistics, the time to the threshold, and the seconds per iteration."""
     groups = group_by(runs, lambda r: r.variant)
     finals = {
         v: [r.record["final_return"] for r in sorted(g, key=lambda r: r.seed) if r.record["final_return"] is not None]
         for v, g in groups.items()
     }
     finals = {v: f for v, f in finals.items() if len(f) >= MIN_BLOCKS}
-    rows = learning_statistics(finals)
-    learning.extend(rows)
+    collapse, threshold = COLLAPSE_BELOW.get(env), THRESHOLDS.get(env)
+    rows = learning_statistics(finals, collapse=collapse) if finals else []
+    learning.extend({"env": env, **r} for r in rows)
     pairs = probability_of_improvement(finals, [(a, b) for a, b in LEARN_PAIRS if a in finals and b in finals])
-    collapses = {(a, b): collapse_difference(finals[a], finals[b]) for a, b in pairs}
+    collapses = {(a, b): collapse_difference(finals[a], finals[b], collapse) for a, b in pairs} if collapse else {}
     learning_pairs.extend(
         {
+            "env": env,
             "a": a,
             "b": b,
             "prob_improvement": pi,
             "ci_low": low,
             "ci_high": high,
-            f"share_below_{COLLAPSED}_difference": collapses[a, b][0],
-            f"share_below_{COLLAPSED}_difference_ci": collapses[a, b][1:],
+            **(
+                {
+                    f"share_below_{collapse}_difference": collapses[a, b][0],
+                    f"share_below_{collapse}_difference_ci": collapses[a, b][1:],
+                }
+                if collapse
+                else {}
+            ),
         }
         for (a, b), (pi, low, high) in pairs.items()
     )
-    fig, (curves, bars) = plt.subplots(1, 2, figsize=(13, 5), gridspec_kw={"width_ratios": [3, 2]})
+    reach = threshold_statistics(groups, threshold) if threshold is not None else []
+    thresholds.extend({"env": env, **r} for r in reach)
+    name = f"learn_{re.sub(r'[^A-Za-z0-9.-]+', '-', env)}.png"
+    fig, (curves, clock, bars) = plt.subplots(1, 3, figsize=(18, 5), gridspec_kw={"width_ratios": [3, 3, 2]})
     draw_curves(curves, groups, lambda v: f"{v} ({len(groups[v])} seeds)")
-    curves.set(xlabel="env steps", ylabel="episodic return (IQM over seeds)", title="CartPole-v1, default config")
+    curves.set(xlabel="env steps", ylabel="episodic return (IQM over seeds)", title=f"{env}, each script's default config")
     curves.legend(fontsize=8)
+    draw_curves(clock, groups, against=clock_curve)
+    clock.set(xlabel="seconds since train() started (setup and compilation included)", ylabel="episodic return (IQM over seeds)",
+              title="The same runs against the wall clock")
+    clock.set_xscale("log")
+    if threshold is not None:
+        for ax in (curves, clock):
+            ax.axhline(threshold, color="gray", lw=0.8, ls=":")
     for i, r in enumerate(rows):
         color = COLORS.get(r["variant"])
-        for name, y in (("iqm", i + 0.2), ("mean", i - 0.2)):
+        for key, y in (("iqm", i + 0.2), ("mean", i - 0.2)):
             bars.errorbar(
-                r[name],
+                r[key],
                 y,
-                xerr=[[r[name] - r[f"{name}_ci_low"]], [r[f"{name}_ci_high"] - r[name]]],
-                fmt="o" if name == "iqm" else "s",
+                xerr=[[r[key] - r[f"{key}_ci_low"]], [r[f"{key}_ci_high"] - r[key]]],
+                fmt="o" if key == "iqm" else "s",
                 color=color,
                 capsize=3,
-                alpha=1 if name == "iqm" else 0.6,
-                label={"iqm": "IQM", "mean": "mean"}[name] if i == 0 else None,
+                alpha=1 if key == "iqm" else 0.6,
+                label={"iqm": "IQM", "mean": "mean"}[key] if i == 0 else None,
             )
         seeds = finals[r["variant"]]
         bars.scatter(seeds, np.full(len(seeds), i), s=8, color="gray", alpha=0.5, label="runs" if i == 0 else None)
     bars.set_yticks(range(len(rows)), [r["variant"] for r in rows], fontsize=8)
     bars.set_ylim(-0.6, len(rows) - 0.4)
     bars.set(xlabel="final_return (last 10 iterations)", title=f"IQM and mean with {CONFIDENCE:.0%} intervals")
-    bars.legend(fontsize=7)
-    key = "prob_improvement_vs_jax_linen"
-    learn_rows = [
-        [
-            r["variant"],
-            r["n_seeds"],
-            with_interval(r["iqm"], r["iqm_ci_low"], r["iqm_ci_high"], 4),
-            with_interval(r["mean"], r["mean_ci_low"], r["mean_ci_high"], 4),
-            fmt(r["min"], 4),
-            f"{r[f'share_below_{COLLAPSED}']:.0%}",
-            with_interval(r.get(key), r.get(f"{key}_ci_low"), r.get(f"{key}_ci_high"), 2) if r.get(key) is not None else "n/a",
-            r["verdict"],
-        ]
-        for r in rows
+    if rows:
+        bars.legend(fontsize=7)
+    else:
+        bars.set_visible(False)
+    key = f"prob_improvement_vs_{REFERENCE}"
+    lines = [
+        save(fig, out, name),
+        f"final_return (mean return of the episodes that ended in the last 10 iterations) over seeds: IQM and "
+        f"mean with {CONFIDENCE:.0%} stratified-bootstrap intervals, the lowest run, and the probability that a "
+        f"run of the variant ends higher than a run of {REFERENCE} (rliable). A variant learns like the reference "
+        "when that probability's interval contains 0.5."
+        + (f" The dotted line: the threshold, {threshold:g}." if threshold is not None else ""),
+        "",
+        table(
+            ["variant", "seeds", "IQM [95% CI]", "mean [95% CI]", "lowest", *([f"below {collapse}"] if collapse else []),
+             f"P(improvement over {REFERENCE})", "verdict"],
+            [
+                [
+                    r["variant"],
+                    r["n_seeds"],
+                    with_interval(r["iqm"], r["iqm_ci_low"], r["iqm_ci_high"], 4),
+                    with_interval(r["mean"], r["mean_ci_low"], r["mean_ci_high"], 4),
+                    fmt(r["min"], 4),
+                    *([f"{r[f'share_below_{collapse}']:.0%}"] if collapse else []),
+                    with_interval(r.get(key), r.get(f"{key}_ci_low"), r.get(f"{key}_ci_high"), 2)
+                    if r.get(key) is not None
+                    else "n/a",
+                    r["verdict"],
+                ]
+                for r in rows
+            ],
+        ),
+        "",
     ]
+    if reach:
+        interval_text = lambda r, k: with_interval(r[k], *(r[f"{k}_ci"] or (None, None))) if r[k] is not None else "too few runs reach it"
+        lines += [
+            f"Wall-clock to learn: seconds from the start of train() until an iteration's mean return first reaches "
+            f"{threshold:g}, IQM over the runs that reach it with its {CONFIDENCE:.0%} stratified-bootstrap interval; "
+            "the same without setup and iteration 0 (compilation); and the share of runs that reach it (Wilson interval). "
+            "The interpreter's start and the imports come before train() and are not counted.",
+            "",
+            table(
+                ["variant", "runs", "reach it [95% CI]", "seconds to it [95% CI]", "without setup and iteration 0 [95% CI]"],
+                [
+                    [r["variant"], r["runs"], with_interval(r["share_reached"], *r["share_reached_ci"], 2),
+                     interval_text(r, "seconds"), interval_text(r, "seconds_after_iteration_0")]
+                    for r in reach
+                ],
+            ),
+            "",
+        ]
+    if pairs:
+        lines += [
+            "The same probability between the variants that differ by one thing (the same runs)"
+            + (f", and the difference in the share of runs that end below {collapse} with Newcombe's score interval:" if collapse else ":"),
+            "",
+            table(
+                ["A", "B", "P(a run of A ends higher than one of B) [95% CI]", "verdict",
+                 *([f"share below {collapse}, A - B [95% CI]", "verdict"] if collapse else [])],
+                [
+                    [
+                        a,
+                        b,
+                        with_interval(pi, low, high, 2),
+                        "no difference detected" if low <= 0.5 <= high else f"{a if low > 0.5 else b} learns better",
+                        *(
+                            [
+                                with_interval(*collapses[a, b], 2),
+                                "no difference detected"
+                                if collapses[a, b][1] <= 0 <= collapses[a, b][2]
+                                else f"{a if collapses[a, b][1] > 0 else b} collapses more often",
+                            ]
+                            if collapse
+                            else []
+                        ),
+                    ]
+                    for (a, b), (pi, low, high) in pairs.items()
+                ],
+            ),
+            "",
+        ]
     first = median_by(runs, lambda r: r.variant, lambda r: r.record["iteration_durations"][0])
     steady = median_by(runs, lambda r: r.variant, lambda r: r.steady)
-    times = [[v, fmt(first[v]), fmt(steady[v])] for v in ordered(groups, VARIANTS)]
     ratios = [
         compare(runs, a, b, metric, size)
         for a, b in LEARN_PAIRS
@@ -732,81 +1097,28 @@ def plot_learn(runs, out, stats, learning, learning_pairs):
     ]
     ratios = [r for r in ratios if r]
     stats.extend(ratios)
-    return [
-        save(fig, out, "learn.png"),
-        f"final_return (mean return of the episodes that ended in the last 10 iterations) over seeds: IQM and "
-        f"mean with {CONFIDENCE:.0%} stratified-bootstrap intervals, the lowest run, and the probability that a "
-        "run of the variant ends higher than a run of jax_linen (rliable). A variant learns like the reference "
-        "when that probability's interval contains 0.5.",
-        "",
-        table(
-            [
-                "variant",
-                "seeds",
-                "IQM [95% CI]",
-                "mean [95% CI]",
-                "lowest",
-                f"below {COLLAPSED}",
-                "P(improvement over jax_linen)",
-                "verdict",
-            ],
-            learn_rows,
-        ),
-        "",
-        "The same probability between the variants that differ by one thing (the same runs), and the difference "
-        f"in the share of runs that end below {COLLAPSED} with Newcombe's score interval:",
-        "",
-        table(
-            [
-                "A",
-                "B",
-                "P(a run of A ends higher than one of B) [95% CI]",
-                "verdict",
-                f"share below {COLLAPSED}, A - B [95% CI]",
-                "verdict",
-            ],
-            [
-                [
-                    a,
-                    b,
-                    with_interval(pi, low, high, 2),
-                    "no difference detected" if low <= 0.5 <= high else f"{a if low > 0.5 else b} learns better",
-                    with_interval(*collapses[a, b], 2),
-                    "no difference detected"
-                    if collapses[a, b][1] <= 0 <= collapses[a, b][2]
-                    else f"{a if collapses[a, b][1] > 0 else b} collapses more often",
-                ]
-                for (a, b), (pi, low, high) in pairs.items()
-            ],
-        ),
-        "",
+    lines += [
         "Seconds per iteration in these runs (iteration 0 includes compilation; steady = median of iterations "
         "1-end), median over seeds:",
         "",
-        table(["variant", "iteration 0", "steady"], times),
-        "",
-        f"Ratios time(B) / time(A) seed by seed, {RATIO_TEXT}",
-        "",
-        table(
-            ["metric", "A", "B", "ratio [95% CI]", "blocks", "verdict"],
-            [
-                [
-                    r["metric"],
-                    r["a"],
-                    r["b"],
-                    with_interval(r["ratio"], r["ci_low"], r["ci_high"]),
-                    r["n_blocks"],
-                    r["verdict"],
-                ]
-                for r in ratios
-            ],
-        ),
+        table(["variant", "iteration 0", "steady"], [[v, fmt(first[v]), fmt(steady[v])] for v in ordered(groups, VARIANTS)]),
     ]
+    if ratios:
+        lines += [
+            "",
+            f"Ratios time(B) / time(A) seed by seed, {RATIO_TEXT}",
+            "",
+            table(
+                ["metric", "A", "B", "ratio [95% CI]", "blocks", "verdict"],
+                [[r["metric"], r["a"], r["b"], with_interval(r["ratio"], r["ci_low"], r["ci_high"]), r["n_blocks"], r["verdict"]]
+                 for r in ratios],
+            ),
+        ]
+    return lines
 
 
 # ---------------------------------------------------------------- main
 def header(runs, failures, directory):
-    devices = ", ".join(sorted({r.record["device"] for r in runs}))
     versions = {}
     for r in runs:
         versions.update(r.record["versions"])
@@ -815,10 +1127,13 @@ def header(runs, failures, directory):
         cores = f", {host['cpu_count']} CPU cores ({host['machine']})"
     except (OSError, ValueError, KeyError):
         cores = ""
+    device = machine(runs[0].record)
+    if device == "cpu, model not recorded":
+        device = f"cpu{cores}"
     lines = [
         "# benchback results",
         "",
-        f"Device: {devices}{cores}. Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) + ".",
+        f"Device: {device}. Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) + ".",
         f"{len(runs)} runs from {directory}; {len(failures)} files skipped (failed runs, unreadable files).",
     ]
     lines += [f"- skipped: {f}" for f in failures]
@@ -841,63 +1156,80 @@ def main(argv=None) -> int:
         return 2
     runs, failures = load_runs(args.dir)
     if not runs:
-        print(f"error: no run records (schema-1 JSON with status ok) under {args.dir}", file=sys.stderr)
+        print(f"error: no run records (schema 1 or 2 JSON with status ok) under {args.dir}", file=sys.stderr)
         return 2
     out = args.out or args.dir
-    by_device = group_by(runs, lambda r: r.record["device"])
-    if len(by_device) == 1:
+    by_machine = group_by(runs, lambda r: machine(r.record))
+    if len(by_machine) == 1:
         report(runs, failures, args.dir, out)
         return 0
-    # A time on one device is never divided by a time on another: one report per device.
-    print(f"records from {len(by_device)} devices: one report per device, in {out}/device-*", file=sys.stderr)
-    for device, device_runs in sorted(by_device.items()):
-        report(device_runs, failures, args.dir, out / f"device-{re.sub(r'[^A-Za-z0-9.]+', '-', device)}")
+    # A time on one machine is never divided by a time on another: one report per machine.
+    print(f"records from {len(by_machine)} machines: one report per machine, in {out}/machine-*", file=sys.stderr)
+    for name, machine_runs in sorted(by_machine.items()):
+        report(machine_runs, failures, args.dir, out / f"machine-{re.sub(r'[^A-Za-z0-9.]+', '-', name).strip('-')}")
     return 0
+
+
+def machine(record) -> str:
+    """What a run's times were measured on: its GPU, or its CPU model and the cores it could use (records
+    before schema 2 do not name the CPU: they count as one machine of their own)."""
+    if record["device"] != "cpu":
+        return record["device"]
+    cpu = record.get("cpu")
+    return f"{cpu['model']}, {cpu['cores']} cores" if cpu else "cpu, model not recorded"
 
 
 def report(runs, failures, directory: Path, out: Path) -> None:
     """The figures, summary.md and summary.json of runs (all from one device) into out."""
     out.mkdir(parents=True, exist_ok=True)
-    for name in FIGURES:  # a figure left from an earlier plot of other data would mislead
-        (out / name).unlink(missing_ok=True)
+    for path in out.glob("*.png"):  # a figure left from an earlier plot of other data would mislead
+        if path.name in FIGURES or path.name.startswith("learn_"):
+            path.unlink()
     by_experiment = group_by(runs, lambda r: r.experiment)
     overall, sync = by_experiment["overall"], by_experiment["sync"]
-    ratios, learning, learning_pairs = [], [], []  # summary.json's rows, filled by the sections
-    sections = [  # (title, experiment's runs, how to draw them)
-        ("Total duration by environment cost", overall, lambda rs: plot_durations(rs, directory, out)),
-        ("Pairwise speedups", overall, lambda rs: plot_speedups(rs, out, ratios)),
+    # summary.json's rows, filled by the sections
+    ratios, answer, memory, learning, learning_pairs, thresholds = [], [], [], [], [], []
+    sections = [  # (title, experiment's runs, how to draw them): a section without runs or results is left out
+        (f"The answer: each variant's time over {REFERENCE}'s", overall, lambda rs: plot_answer(rs, directory, out, answer)),
         ("Overhead: iteration 0 vs 1-7 vs 8-end", overall, lambda rs: plot_overhead(rs, out)),
         ("Rollout vs update (--sync-timing)", sync, lambda rs: plot_rollout_update(rs, out, ratios)),
         ("Compilation on/off", overall + by_experiment["compile"], lambda rs: plot_compilation(rs, out, ratios)),
+        ("Peak memory", runs, lambda rs: plot_memory(rs, memory)),
+        ("Total duration by environment cost", overall, lambda rs: plot_durations(rs, directory, out)),
+        ("Pairwise speedups", overall, lambda rs: plot_speedups(rs, out, ratios)),
         ("Scaling with --num-envs", by_experiment["scaling"], lambda rs: plot_scaling(rs, out)),
         ("Learning curves", overall, lambda rs: plot_learning_curves(rs, out)),
         (
-            "Does every variant learn CartPole-v1? (learn preset)",
+            "Does every variant learn? (learn preset)",
             by_experiment["learn"],
-            lambda rs: plot_learn(rs, out, ratios, learning, learning_pairs),
+            lambda rs: plot_learn(rs, out, ratios, learning, learning_pairs, thresholds),
         ),
     ]
     lines = header(runs, failures, directory)
     for title, section_runs, draw in sections:
-        lines += [f"## {title}", ""]
-        lines += draw(section_runs) if section_runs else ["No runs for this section."]
-        lines.append("")
+        body = draw(section_runs) if section_runs else []
+        if body:
+            lines += [f"## {title}", "", *body, ""]
     write_atomic(out / "summary.md", "\n".join(lines))
     write_atomic(
         out / "summary.json",
         json.dumps(
             {
                 "device": runs[0].record["device"],
+                "machine": machine(runs[0].record),
                 "confidence": CONFIDENCE,
                 "min_blocks": MIN_BLOCKS,
                 "ratios": [{k: v for k, v in r.items() if k != "blocks"} for r in ratios],
+                "answer": [{k: v for k, v in r.items() if k != "blocks"} for r in answer],
+                "memory": memory,
                 "learning": learning,
                 "learning_pairs": learning_pairs,
+                "time_to_threshold": thresholds,
             },
             indent=1,
         ),
     )
-    print(f"wrote {out / 'summary.md'}, summary.json and {sum((out / name).exists() for name in FIGURES)} figures")
+    print(f"wrote {out / 'summary.md'}, summary.json and {len(list(out.glob('*.png')))} figures")
 
 
 def write_atomic(path: Path, text: str) -> None:

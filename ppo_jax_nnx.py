@@ -347,6 +347,23 @@ def parse_hidden(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in parts)
 
 
+def check_writable(path: str) -> None:
+    """--json-out must name a file that can be written: found out before the run, not after it."""
+    if os.path.isdir(path):
+        raise UsageError(f"--json-out {path!r} is a directory; name a file in it, such as {os.path.join(path, 'run.json')!r}")
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.isdir(parent):  # write_json_atomic creates the missing directories below the nearest that exists
+        if os.path.exists(parent):
+            raise UsageError(f"--json-out {path!r} cannot be written: {parent!r} is a file")
+        parent = os.path.dirname(parent)
+    probe = os.path.join(parent, f".tmp-{os.getpid()}.json")
+    try:
+        open(probe, "w").close()
+        os.remove(probe)
+    except OSError as e:
+        raise UsageError(f"--json-out {path!r} cannot be written: {e.strerror} in {parent!r}") from None
+
+
 def check_args(args: Args):
     """Validate everything before anything is built or written; returns (hidden, env, env_params, device)."""
     hidden = parse_hidden(args.hidden)
@@ -358,6 +375,8 @@ def check_args(args: Args):
         raise UsageError(f"num_envs * num_steps = {batch_size} is not divisible by --num-minibatches {args.num_minibatches}")
     if args.total_timesteps < batch_size:
         raise UsageError(f"--total-timesteps {args.total_timesteps} is smaller than one batch of {batch_size} steps")
+    if args.json_out:
+        check_writable(args.json_out)
     supported = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]  # that one downloads MNIST when built
     if args.env_id not in supported:
         raise UsageError(f"unsupported --env-id {args.env_id!r}; gymnax ids: {', '.join(supported)}")
@@ -499,9 +518,14 @@ def write_json_atomic(path: str, record: dict) -> None:
     """Write a temporary file beside `path`, then rename it: readers never see half a file."""
     temporary = os.path.join(os.path.dirname(os.path.abspath(path)), f".tmp-{os.getpid()}.json")
     os.makedirs(os.path.dirname(temporary), exist_ok=True)
-    with open(temporary, "w") as f:
-        json.dump(record, f, indent=1)
-    os.replace(temporary, path)
+    try:
+        with open(temporary, "w") as f:
+            json.dump(record, f, indent=1)
+        os.replace(temporary, path)
+    except OSError:  # a disk that filled during the run: no half file left behind
+        if os.path.exists(temporary):
+            os.remove(temporary)
+        raise
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -513,7 +537,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if args.json_out:
-        write_json_atomic(args.json_out, result)
+        try:
+            write_json_atomic(args.json_out, result)
+        except OSError as e:
+            print(json.dumps(result))  # the run's numbers, so that they are not lost
+            print(f"error: the record could not be written to {args.json_out!r} ({e.strerror}): it is printed above", file=sys.stderr)
+            return 1
     if not args.quiet:
         durations = result["iteration_durations"]
         steady = np.median(durations[1:] or durations)

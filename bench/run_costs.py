@@ -1,11 +1,12 @@
 """What a sweep will cost, from what earlier runs cost: the estimate benchmark.sh prints before it starts.
 
-    python bench/run_costs.py build results/records/cpu --out bench/run_costs.json   # the table, from records
+    python bench/run_costs.py build results/records/cpu --log results/records/cpu/sweep.log   # the table, from records
     printf 'torch CartPole-v1 s 21\\n' | python bench/run_costs.py estimate             # seconds for these runs
 
 The table holds, per variant, environment and size, the median seconds of a run's setup, of its
 iteration 0 (compilation included) and of one later iteration, over the records of one CPU model,
-plus each framework's start-up (the imports, before train() starts). A run of N iterations is
+plus each framework's start-up and exit (what a run's wall-clock seconds, in the sweep's log, hold beyond
+the record's total_duration: the interpreter, the imports, the record written). A run of N iterations is
 estimated as start-up + setup + iteration 0 + (N - 1) later iterations; a cell with no record takes
 the variant's median over the environments measured at that size, scaled by how much dearer the
 cell's environment made the other variants' iterations where both were measured.
@@ -14,6 +15,7 @@ cell's environment made the other variants' iterations where both were measured.
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 from collections import defaultdict
@@ -28,6 +30,19 @@ SIZES = {(64, 64): "s", (256,) * 3: "m", (1024,) * 6: "l"}
 
 def framework(variant: str) -> str:
     return "torch" if variant.startswith("torch") else "jax"
+
+
+def startup_from_log(log: Path, directories) -> dict:
+    """{framework: median seconds of a run's wall clock beyond its record's total_duration}, from the lines
+    benchmark.sh prints ("[i/N] ... overall/torch__CartPole-v1__s__seed1 ... ok in 34s")."""
+    beyond = defaultdict(list)
+    for name, seconds in re.findall(r"(\S+) \.\.\. ok in (\d+)s", log.read_text()):
+        for directory in directories:
+            path = Path(directory) / f"{name}.json"
+            if path.exists():
+                record = json.loads(path.read_text())
+                beyond[framework(record["variant"])].append(int(seconds) - record["total_duration"])
+    return {f: round(statistics.median(values), 1) for f, values in beyond.items()}
 
 
 def build(directories, out: Path, startup: dict) -> dict:
@@ -50,7 +65,8 @@ def build(directories, out: Path, startup: dict) -> dict:
             later = durations[1:] or durations
             cells[variant, record["env_id"], size].append((record["setup_duration"], durations[0], statistics.median(later)))
     if len(models) != 1:
-        sys.exit(f"error: the records name {len(models)} CPU models ({sorted(map(str, models))}); give one model's records")
+        print(f"error: the records name {len(models)} CPU models ({sorted(map(str, models))}); give one model's", file=sys.stderr)
+        raise SystemExit(2)
     rows = [
         {
             "variant": v,
@@ -96,7 +112,7 @@ class Estimator:
             if cell is None:
                 return None
             cell = {**cell, "later_s": cell["later_s"] * self.env_factor(env, size)}
-        startup = self.startup[framework(variant)]
+        startup = self.startup.get(framework(variant), max(self.startup.values(), default=0.0))
         return startup + cell["setup_s"] + cell["first_s"] + (iterations - 1) * cell["later_s"]
 
 
@@ -133,13 +149,15 @@ def main(argv=None) -> int:
     make = commands.add_parser("build", help="the table from records")
     make.add_argument("directories", nargs="+", type=Path)
     make.add_argument("--out", type=Path, default=COSTS)
-    make.add_argument("--startup", type=json.loads, help='each framework\'s start-up in seconds: {"jax": 3.1, "torch": 4.2}')
+    make.add_argument("--log", type=Path, help="the sweep's output, whose run times give each framework's start-up")
     guess = commands.add_parser("estimate", help='the duration of the runs on stdin, one "VARIANT ENV SIZE ITERATIONS" a line')
     guess.add_argument("--costs", type=Path, default=COSTS)
     guess.add_argument("--at-once", type=int, default=1, help="runs at a time (benchmark.sh --jobs)")
     args = parser.parse_args(argv)
     if args.command == "build":
-        startup = args.startup or json.loads(args.out.read_text())["startup_s"]
+        startup = json.loads(args.out.read_text())["startup_s"] if args.out.exists() else {}
+        if args.log:
+            startup.update(startup_from_log(args.log, args.directories))
         table = build(args.directories, args.out, startup)
         print(f"wrote {args.out}: {len(table['cells'])} cells measured on {table['cpu']}")
     else:

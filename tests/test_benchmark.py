@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, VARIANTS
+from conftest import ROOT, VARIANTS, load
 
 BENCHMARK = ROOT / "benchmark.sh"
 FAKE = ROOT / "tests" / "fixtures" / "fake_variant.py"
@@ -82,6 +82,9 @@ def test_dry_run_plans_the_issue_sweeps_and_writes_nothing(tmp_path):
         assert sorted(int(seed) for variant, seed in planned if variant == v) == list(
             range(1, 4 if v == "linen_nojit" else 11)
         )
+    acrobot = re.findall(r"learn/(\w+)__Acrobot-v1__s__seed(\d+)", learn.stdout)
+    for v in VARIANTS:  # the second environment's threshold, for every variant but the eager one
+        assert sorted(int(seed) for variant, seed in acrobot if variant == v) == ([] if v == "linen_nojit" else list(range(1, 11)))
     assert not out.exists()
 
 
@@ -286,3 +289,68 @@ sys.exit(gpu_check.main(["--variants", "torch"]))
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr[-2000:]
     assert "FAIL: Tensor.item inside a timed iteration" in proc.stdout and "0 of 1 variants pass; failed: torch" in proc.stdout
+
+
+def test_a_sweep_is_not_resumed_on_another_cpu_model(tmp_path):
+    """Runs timed on two CPU models must not share blocks: an OUT holding CPU records of another model is refused
+    before anything runs; one holding this machine's model (as the scripts name it) is resumed."""
+    out, python = tmp_path / "out", fake_python(tmp_path)
+    earlier = out / "overall" / "jax_linen__CartPole-v1__s__seed9.json"
+    earlier.parent.mkdir(parents=True)
+    earlier.write_text(json.dumps({"status": "ok", "device": "cpu", "cpu": {"model": "Imaginary CPU (family 0, model 0)"}}))
+    refused = sweep(*FAKE_PLAN, "--out", str(out), env={"PYTHON": python})
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "another CPU model" in refused.stderr and "Imaginary CPU" in refused.stderr
+    assert [p.name for p in out.rglob("*.json")] == [earlier.name]
+    here = load("jax_linen").cpu_info()["model"]
+    earlier.write_text(json.dumps({"status": "ok", "device": "cpu", "cpu": {"model": here}}))
+    resumed = sweep(*FAKE_PLAN, "--out", str(out), env={"PYTHON": python})
+    assert resumed.returncode == 0, resumed.stderr
+    assert {p for p in run_files(out)} >= expected_fake_names(1)
+
+
+def test_the_cpu_preset_plans_both_axes_and_tells_its_cost_first(tmp_path):
+    proc = sweep("--preset", "cpu", "--dry-run", "--out", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    first, estimate = proc.stdout.splitlines()[:2]
+    total = int(re.search(r"preset cpu, (\d+) runs", first).group(1))
+    assert re.fullmatch(rf"  estimated (\d+ days? )?\d+:\d\d \(h:mm\) for {total} runs, from runs measured on .+", estimate)
+    seeds = {}  # (experiment, variant, env, size): seeds
+    for exp, variant, env, size, seed in re.findall(r"\] to-run (\w+)/([\w+]+)__([\w-]+)__([sml])__seed(\d+)", proc.stdout):
+        seeds.setdefault((exp, variant, env, size), set()).add(int(seed))
+    overall = {key[1:]: s for key, s in seeds.items() if key[0] == "overall"}
+    envs_at = lambda size: {env for (_, env, z) in overall if z == size}
+    assert envs_at("s") == set(STUDY_ENVS) and len(envs_at("m")) >= 2 and len(envs_at("l")) >= 1
+    for (variant, env, size), s in overall.items():
+        assert s == ({1} if variant == "linen_nojit" else {1, 2, 3}), (variant, env, size)
+    timing = {v for (v, _, _) in overall} - {"linen_nojit"}
+    assert all(len({v for (v, e, z) in overall if (e, z) == cell} & timing) == len(timing) for cell in {(e, z) for (_, e, z) in overall})
+    assert {key[0] for key in seeds} == {"overall", "sync", "compile"}
+
+
+STUDY_ENVS = [
+    "CartPole-v1", "Acrobot-v1", "MountainCar-v0", "DiscountingChain-bsuite", "MemoryChain-bsuite", "UmbrellaChain-bsuite",
+    "BernoulliBandit-misc", "GaussianBandit-misc", "Asterix-MinAtar", "Breakout-MinAtar", "Freeway-MinAtar",
+    "SpaceInvaders-MinAtar",
+]
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--envs", "CartPole-v1,Pendulum-v1"], "--envs: Pendulum-v1 has continuous actions"),
+        (["--envs", "CartPole-v2"], "--envs: unknown environment 'CartPole-v2'; gymnax ids: CartPole-v1"),
+        (["--envs", "MNISTBandit-bsuite"], "unknown environment 'MNISTBandit-bsuite'"),
+        (["--out", "/proc/benchback/out"], "--out /proc/benchback/out cannot be written: /proc does not accept files"),
+        (["--out", "{file}/out"], "cannot be created: {file} is a file"),
+    ],
+)
+def test_bad_environments_and_outputs_are_refused_before_the_plan(flags, message, tmp_path):
+    file = tmp_path / "notes.txt"
+    file.write_text("")
+    flags = [f.format(file=file) for f in flags] + ([] if "--out" in flags else ["--out", str(tmp_path / "out")])
+    proc = sweep("--preset", "quick", "--experiments", "overall", "--variants", "jax_linen", *flags)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout
+    (line,) = proc.stderr.splitlines()
+    assert message.format(file=file) in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]

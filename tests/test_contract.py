@@ -2,6 +2,7 @@
 
 import dataclasses
 import datetime
+import json
 import os
 import platform
 import stat
@@ -257,9 +258,53 @@ def test_help_documents_every_flag(variant, capsys):
         assert flag in text, flag
 
 
-def test_readme_flag_table_covers_every_flag(variant):
-    readme = (ROOT / "README.md").read_text()
-    table = [line for line in readme.splitlines() if line.startswith("| `--")]
+def test_the_usage_page_flag_table_covers_every_flag(variant):
+    usage = (ROOT / "docs" / "usage.md").read_text()
+    table = [line for line in usage.splitlines() if line.startswith("| `--")]
     for field in dataclasses.fields(load(variant).Args):
         flag = "--" + field.name.replace("_", "-")
         assert any(f"`{flag}`" in row or f"`{flag}/" in row for row in table), flag
+
+
+@pytest.mark.parametrize(
+    "where, message",
+    [
+        ("results", "is a directory; name a file in it, such as"),
+        ("notes.txt/run.json", "notes.txt' is a file"),
+        ("/proc/benchback/run.json", "cannot be written: "),
+    ],
+)
+def test_a_json_out_that_cannot_be_written_is_refused_before_anything_is_built(variant, where, message, tmp_path, monkeypatch, capsys):
+    module = load(variant)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results").mkdir()
+    (tmp_path / "notes.txt").write_text("")
+
+    def built(*args, **kwargs):
+        raise AssertionError("the environment was built before --json-out was checked")
+
+    monkeypatch.setattr(module.gymnax, "make", built)
+    code = module.main(["--json-out", where])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err and err.startswith("error: --json-out ") and message in err
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["notes.txt", "results"]
+
+
+def test_a_record_that_cannot_be_written_at_the_end_is_printed_and_leaves_no_file(variant, tmp_path, monkeypatch, capsys):
+    """The disk filled during the run: the temporary file goes, the numbers are printed, the exit code is 1."""
+    module = load(variant)
+    result = {"iteration_durations": [2.0, 0.5], "final_return": 21.0, "compiles_after_first_iteration": 0}
+    monkeypatch.setattr(module, "train", lambda args: result)
+    real_dump = json.dump
+
+    def disk_full(record, f, **kwargs):
+        real_dump({"half": "a record"}, f)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(module.json, "dump", disk_full)
+    code = module.main(["--json-out", str(tmp_path / "out" / "run.json"), "--quiet"])
+    monkeypatch.setattr(module.json, "dump", real_dump)
+    out, err = capsys.readouterr()
+    assert code == 1 and json.loads(out) == result
+    assert err.strip().startswith("error: the record could not be written to") and "No space left on device" in err
+    assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == []

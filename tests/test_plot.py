@@ -1,6 +1,7 @@
 """plot.py on synthetic run records whose ratios are known: the tables must give those ratios back."""
 
 import importlib.util
+import itertools
 import json
 import math
 import re
@@ -32,6 +33,8 @@ ITERATIONS = 12
 # 0.2 s (2x), but seed by seed torch_compile is 1x, 2x, 4x torch.
 LEARN_SLOW = {("torch", 1): 2, ("torch_compile", 3): 2}
 PNGS = {
+    "answer_env_cost.png",
+    "answer_size.png",
     "duration.png",
     "speedup.png",
     "overhead.png",
@@ -39,8 +42,9 @@ PNGS = {
     "compilation.png",
     "scaling.png",
     "learning_curves.png",
-    "learn.png",
+    "learn_CartPole-v1.png",
 }
+PARAMS = {"s": 9155, "m": 133_891}  # CartPole-v1's actor and critic
 
 
 def record(experiment, variant, env, size, seed, *, total, iteration, num_envs=32, sync=False, returns=None, final=None):
@@ -61,6 +65,7 @@ def record(experiment, variant, env, size, seed, *, total, iteration, num_envs=3
         "versions": {"python": "3.11", "jax": "0.10.2"},
         "sync_timing": sync,
         "env_steps": ITERATIONS * num_envs * 256,
+        "param_count": PARAMS[size],
         "setup_duration": 10 * iteration,
         "iteration_durations": durations,
         "rollout_durations": [d * 0.75 for d in durations] if sync else None,
@@ -174,7 +179,8 @@ def close(cell, value):
 def test_plot_reproduces_known_ratios_and_writes_every_png(sweep_dir, tmp_path, capsys):
     out = tmp_path / "figures"
     assert plot.main([str(sweep_dir), "--out", str(out)]) == 0
-    assert {p.name for p in out.glob("*.png")} == PNGS == set(plot.FIGURES)
+    assert {p.name for p in out.glob("*.png")} == PNGS
+    assert PNGS - {"learn_CartPole-v1.png"} <= set(plot.FIGURES)
     assert all((out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for png in PNGS)
     warnings = capsys.readouterr().err
     assert "torch__Freeway-MinAtar__l__seed1.json: failure record" in warnings
@@ -215,20 +221,21 @@ def test_plot_reproduces_known_ratios_and_writes_every_png(sweep_dir, tmp_path, 
     # 32 envs x 256 steps in a 0.1 s iteration; 4x the envs in 4x the time: the same rate.
     assert [float(c) for c in row(t["Scaling with --num-envs"], "torch")] == pytest.approx([81920, 81920], rel=5e-3)
 
-    learn = t["Does every variant learn CartPole-v1? (learn preset)"]
+    learn = t["CartPole-v1"]  # the learn preset's section, one subsection per environment
     seeds, iqm, mean, lowest, collapsed, improvement, verdict = row(learn, "torch")
     assert seeds == "3" and close(numbers(mean)[0], (481 + 400 + 483) / 3) and lowest == "400" and collapsed == "33%"
     assert verdict == "learns like the reference"
     assert row(learn, "jax_linen")[-2:] == ["n/a", "the reference"]
     # The learn runs take FACTOR's CartPole column: nnx 1.25x linen, torch_compile 2x torch.
-    improvement, verdict, collapsed, collapse_verdict = row(
-        t["Does every variant learn CartPole-v1? (learn preset) #2"], "torch_compile", "torch"
-    )
+    # The learn runs' returns (20 (i + 1) + seed, 12 iterations) never reach CartPole-v1's 475.
+    runs, share, seconds, after_compile = row(t["CartPole-v1 #2"], "torch_compile")
+    assert runs == "3" and numbers(share)[:2] == (0, 0) and seconds == after_compile == "too few runs reach it"
+    improvement, verdict, collapsed, collapse_verdict = row(t["CartPole-v1 #3"], "torch_compile", "torch")
     assert close(numbers(improvement)[0], 6 / 9) and verdict == "no difference detected"  # 481 vs 400 and more
     assert numbers(collapsed)[0] == pytest.approx(-1 / 3, abs=0.005) and collapse_verdict == "no difference detected"
-    first, steady = row(t["Does every variant learn CartPole-v1? (learn preset) #3"], "torch_compile")
+    first, steady = row(t["CartPole-v1 #4"], "torch_compile")
     assert close(float(first), 30 * 0.2) and close(float(steady), 0.2)
-    ratios = t["Does every variant learn CartPole-v1? (learn preset) #4"]
+    ratios = t["CartPole-v1 #5"]
     cell, blocks, _ = row(ratios, "steady", "jax_linen", "jax_nnx")
     assert close(numbers(cell)[0], 1.25) and blocks == "3"
     cell, blocks, _ = row(ratios, "steady", "jax_nnx", "jax_equinox")
@@ -330,12 +337,31 @@ def test_records_of_two_devices_give_two_reports_and_no_ratio_across_them(tmp_pa
         gpu.update(device="NVIDIA H100 80GB HBM3", iteration_durations=[t / 10 for t in gpu["iteration_durations"]])
         write(d, f"gpu/{path.name}", gpu)
     assert plot.main([str(d), "--out", str(tmp_path / "out")]) == 0
-    assert "one report per device" in capsys.readouterr().err
-    cpu = json.loads((tmp_path / "out" / "device-cpu" / "summary.json").read_text())
-    gpu = json.loads((tmp_path / "out" / "device-NVIDIA-H100-80GB-HBM3" / "summary.json").read_text())
+    assert "one report per machine" in capsys.readouterr().err
+    cpu = json.loads((tmp_path / "out" / "machine-cpu-model-not-recorded" / "summary.json").read_text())
+    gpu = json.loads((tmp_path / "out" / "machine-NVIDIA-H100-80GB-HBM3" / "summary.json").read_text())
     assert (cpu["device"], gpu["device"]) == ("cpu", "NVIDIA H100 80GB HBM3") and gpu["ratios"] == []
     (steady,) = [r for r in cpu["ratios"] if r["metric"] == "steady"]
     assert steady["ratio"] == pytest.approx(2) and steady["n_blocks"] == 4
+
+
+def test_records_of_two_cpu_models_give_two_reports_and_no_ratio_across_them(tmp_path, capsys):
+    """Two CPU models are two machines: torch timed on one and jax_linen on the other are never paired."""
+    d = tmp_path / "sweep"
+    timed_runs(d, [0.1] * 4, [0.2] * 4)
+    for path in d.rglob("*.json"):
+        rec = json.loads(path.read_text())
+        model = "AMD EPYC (family 25, model 1)" if rec["variant"] == "torch" else "Intel Xeon (family 6, model 143)"
+        rec.update(schema_version=2, cpu={"model": model, "cores": 2}, peak_host_memory_mb=500.0)
+        path.write_text(json.dumps(rec))
+    assert plot.main([str(d), "--out", str(tmp_path / "out")]) == 0
+    assert "2 machines" in capsys.readouterr().err
+    reports = sorted((tmp_path / "out").glob("machine-*/summary.json"))
+    assert [p.parent.name for p in reports] == ["machine-AMD-EPYC-family-25-model-1-2-cores", "machine-Intel-Xeon-family-6-model-143-2-cores"]
+    for report in reports:
+        summary = json.loads(report.read_text())
+        assert summary["ratios"] == [] and summary["answer"] == []
+    assert "Device: AMD EPYC (family 25, model 1), 2 cores." in (reports[0].parent / "summary.md").read_text()
 
 
 def test_plot_writes_into_dir_by_default_and_draws_what_it_has(tmp_path):
@@ -349,7 +375,10 @@ def test_plot_writes_into_dir_by_default_and_draws_what_it_has(tmp_path):
     assert plot.main([str(d)]) == 0  # no env_cost.json: environments by name
     assert {"duration.png", "overhead.png", "learning_curves.png"} <= {p.name for p in d.glob("*.png")}
     assert "learn.png" not in {p.name for p in d.glob("*.png")}
-    assert "No runs for this section." in (d / "summary.md").read_text()
+    summary = (d / "summary.md").read_text()
+    sections = re.split(r"^## ", summary, flags=re.M)[1:]
+    assert sections and all(body.strip().count("\n") >= 2 for body in sections)  # no section without content
+    assert "Does every variant learn" not in summary and "The answer" not in summary  # no learn runs, no pairs
 
 
 def test_plot_flags_a_run_that_compiled_after_iteration_0(tmp_path, capsys):
@@ -369,3 +398,115 @@ def test_plot_fails_clearly_on_a_missing_or_empty_dir(make, tmp_path, capsys):
     assert plot.main([str(make(tmp_path))]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error: ") and ("not a directory" in err[-1] or "no run records" in err[-1])
+
+
+def test_the_answer_finds_a_gap_that_grows_with_the_model_per_cell_and_per_size(tmp_path):
+    """torch takes 2x jax_linen's time at size s, 3x at m and 4x at l, on every env; NNX the same as Linen. Each
+    block is slower or faster as a whole (the machine's drift): the ratios must come back with intervals."""
+    d = tmp_path / "sweep"
+    truth = {"s": 2.0, "m": 3.0, "l": 4.0}
+    hidden = {"s": [64, 64], "m": [256] * 3, "l": [1024] * 6}
+    for (size, ratio), env, seed in itertools.product(truth.items(), ["CartPole-v1", "Breakout-MinAtar"], (1, 2, 3)):
+        drift = DRIFT[seed] * (1.5 if env == "Breakout-MinAtar" else 1)
+        # each variant a few percent off its true time, differently in each block
+        for variant, factor in (("jax_linen", 1), ("jax_nnx", NOISE[2 * seed - 1]), ("torch", ratio * NOISE[2 * seed - 2])):
+            rec = record("overall", variant, env, "s", seed, total=1, iteration=0.1 * drift * factor)
+            rec.update(hidden=hidden[size], param_count={"s": 1e4, "m": 1e5, "l": 1e6}[size])
+            write(d, f"overall/{variant}__{env}__{size}__seed{seed}.json", rec)
+    assert plot.main([str(d)]) == 0
+    summary = json.loads((d / "summary.json").read_text())
+    answer = {(r["variant"], r["env"], r["size"]): r for r in summary["answer"]}
+    for size, ratio in truth.items():
+        for env in (None, "CartPole-v1", "Breakout-MinAtar"):  # per size over the envs, then per cell
+            torch, nnx = answer["torch", env, size], answer["jax_nnx", env, size]
+            assert torch["n_blocks"] == (6 if env is None else 3)
+            assert torch["ci_low"] <= ratio * 1.1 and torch["ci_high"] >= ratio / 1.1 and torch["ci_low"] > 1
+            assert torch["verdict"] == "slower than jax_linen"
+            assert nnx["ratio"] == pytest.approx(1, rel=0.15) and nnx["verdict"] != "slower than jax_linen"
+    assert answer["torch", None, "s"]["ratio"] < answer["torch", None, "m"]["ratio"] < answer["torch", None, "l"]["ratio"]
+    assert {"answer_env_cost.png", "answer_size.png"} <= {p.name for p in d.glob("*.png")}
+    t = tables((d / "summary.md").read_text())
+    cell, blocks, verdict, envs, lowest, highest = row(t["The answer: each variant's time over jax_linen's"], "l", "torch")
+    assert close(numbers(cell)[0], answer["torch", None, "l"]["ratio"]) and (blocks, envs) == ("6", "2")
+    assert verdict == "slower than jax_linen"
+
+
+def learn_record(variant, seed, returns, setup=1.0, first=2.0, later=0.5, env="CartPole-v1"):
+    rec = record("learn", variant, env, "s", seed, total=1, iteration=later, returns=returns, final=returns[-1])
+    rec.update(setup_duration=setup, iteration_durations=[first] + [later] * (len(returns) - 1))
+    return rec
+
+
+def test_time_to_threshold_counts_from_the_start_of_train_and_leaves_out_runs_that_never_reach_it():
+    returns = [100.0, 200.0, None, 300.0, 480.0, 500.0]  # 475 first reached by iteration 4 (0-based)
+    reached = learn_record("torch", 1, returns)
+    assert plot.time_to_threshold(reached, 475) == (1.0 + 2.0 + 4 * 0.5, 4 * 0.5)
+    assert plot.time_to_threshold(reached, 500) == (1.0 + 2.0 + 5 * 0.5, 5 * 0.5)
+    assert plot.time_to_threshold(reached, 501) == (None, None)
+    runs = [plot.Run("learn", "torch", "CartPole-v1", "s", s, 32, learn_record("torch", s, returns, setup=s)) for s in (1, 2, 3)]
+    never = learn_record("torch", 4, [100.0] * 6)
+    (row,) = plot.threshold_statistics({"torch": runs + [plot.Run("learn", "torch", "CartPole-v1", "s", 4, 32, never)]}, 475)
+    assert (row["runs"], row["reached"], row["share_reached"]) == (4, 3, 0.75)
+    assert row["share_reached_ci"][0] < 0.75 < row["share_reached_ci"][1]
+    assert row["seconds"] == pytest.approx(2 + 2.0 + 2.0)  # setups 1, 2, 3: the IQM of 5, 6, 7 is 6
+    assert row["seconds_after_iteration_0"] == pytest.approx(2.0) and row["seconds_ci"][0] <= 6 <= row["seconds_ci"][1]
+
+
+def test_learning_is_compared_on_each_environment_with_its_own_threshold(tmp_path):
+    d = tmp_path / "learn"
+    for seed in (1, 2, 3):
+        for variant, slow in (("jax_linen", 1), ("torch", 3)):
+            # CartPole-v1 reaches 475 at iteration 3; Acrobot-v1 reaches -100 at iteration 2 and never 475.
+            cartpole = learn_record(variant, seed, [50.0, 200.0, 400.0, 480.0, 500.0], later=0.5 * slow)
+            acrobot = learn_record(variant, seed, [-500.0, -200.0, -90.0, -80.0, -80.0], later=0.5 * slow, env="Acrobot-v1")
+            write(d, f"learn/{variant}__CartPole-v1__s__seed{seed}.json", cartpole)
+            write(d, f"learn/{variant}__Acrobot-v1__s__seed{seed}.json", acrobot)
+    assert plot.main([str(d)]) == 0
+    summary = json.loads((d / "summary.json").read_text())
+    times = {(r["env"], r["variant"]): r for r in summary["time_to_threshold"]}
+    assert times["CartPole-v1", "jax_linen"]["seconds"] == pytest.approx(1 + 2 + 3 * 0.5)
+    assert times["CartPole-v1", "torch"]["seconds_after_iteration_0"] == pytest.approx(3 * 1.5)
+    assert times["Acrobot-v1", "jax_linen"]["threshold"] == -100
+    assert times["Acrobot-v1", "torch"]["seconds"] == pytest.approx(1 + 2 + 2 * 1.5)
+    verdicts = {(r["env"], r["variant"]): r["verdict"] for r in summary["learning"]}
+    assert verdicts == {
+        ("CartPole-v1", "jax_linen"): "the reference",
+        ("CartPole-v1", "torch"): "learns like the reference",
+        ("Acrobot-v1", "jax_linen"): "the reference",
+        ("Acrobot-v1", "torch"): "learns like the reference",
+    }
+    assert "share_below_425" in next(r for r in summary["learning"] if r["env"] == "CartPole-v1")
+    assert "share_below_425" not in next(r for r in summary["learning"] if r["env"] == "Acrobot-v1")
+    assert {"learn_CartPole-v1.png", "learn_Acrobot-v1.png"} <= {p.name for p in d.glob("*.png")}
+
+
+def test_the_memory_table_gives_each_variants_peak_per_size(tmp_path):
+    d = tmp_path / "sweep"
+    for seed, (linen, torch) in enumerate([(700.0, 900.0), (720.0, 950.0), (710.0, 2000.0)], start=1):
+        for variant, peak in (("jax_linen", linen), ("torch", torch)):
+            rec = record("overall", variant, "CartPole-v1", "s", seed, total=1, iteration=0.1)
+            rec.update(schema_version=2, cpu={"model": "AMD EPYC", "cores": 2}, peak_host_memory_mb=peak)
+            write(d, f"overall/{variant}__CartPole-v1__s__seed{seed}.json", rec)
+    assert plot.main([str(d)]) == 0
+    memory = {r["variant"]: r for r in json.loads((d / "summary.json").read_text())["memory"]}
+    assert (memory["jax_linen"]["host_mb_median"], memory["torch"]["host_mb_median"]) == (710, 950)
+    assert memory["torch"]["host_mb_max"] == 2000 and memory["torch"]["gpu_mb_median"] is None
+    assert row(tables((d / "summary.md").read_text())["Peak memory"], "s", "torch") == ["3", "950", "2000"]
+
+
+def test_an_incomplete_or_foreign_json_is_skipped_with_a_warning_naming_the_file_and_the_key(tmp_path, capsys):
+    d = tmp_path / "sweep"
+    timed_runs(d, [0.1] * 3, [0.2] * 3)
+    write(d, "overall/torch__Acrobot-v1__s__seed9.json", {"schema_version": 1, "variant": "torch", "status": "ok"})
+    newer = record("overall", "torch", "Acrobot-v1", "s", 8, total=1, iteration=0.1)
+    write(d, "overall/torch__Acrobot-v1__s__seed8.json", {**newer, "schema_version": 2})  # no cpu, no peak memory
+    write(d, "other-tool.json", [1, 2, 3])
+    write(d, "no-num-envs.json", {**newer, "args": {"exp_name": "overall"}})
+    assert plot.main([str(d)]) == 0
+    err = capsys.readouterr().err
+    assert "torch__Acrobot-v1__s__seed9.json: incomplete: no 'env_id'" in err  # the first key plot.py reads that is missing
+    assert "torch__Acrobot-v1__s__seed8.json: incomplete: no 'cpu'" in err
+    assert "other-tool.json: failure record or not a run (not a record)" in err
+    assert "no-num-envs.json: incomplete: no 'args.num_envs'" in err
+    summary = (d / "summary.md").read_text()
+    assert "6 runs from" in summary and "4 files skipped" in summary
