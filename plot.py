@@ -35,6 +35,7 @@ import numpy as np  # noqa: E402
 from rliable import library as rly  # noqa: E402
 from rliable import metrics as rly_metrics  # noqa: E402
 from scipy import stats  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 VARIANTS = ["jax_linen", "jax_nnx", "jax_nnx+nocache", "jax_equinox", "linen_nojit", "torch", "torch_compile"]
@@ -95,8 +96,23 @@ def warn(message: str) -> None:
 
 # The keys plot.py reads, for each schema version it accepts; a record without one of them is skipped.
 READS = {
-    1: ["variant", "env_id", "hidden", "seed", "args", "device", "versions", "sync_timing", "env_steps", "setup_duration",
-        "iteration_durations", "total_duration", "compiles_after_first_iteration", "episodic_return", "final_return"],
+    1: [
+        "variant",
+        "env_id",
+        "hidden",
+        "seed",
+        "args",
+        "device",
+        "versions",
+        "sync_timing",
+        "env_steps",
+        "setup_duration",
+        "iteration_durations",
+        "total_duration",
+        "compiles_after_first_iteration",
+        "episodic_return",
+        "final_return",
+    ],
 }
 READS[2] = READS[1] + ["cpu", "peak_host_memory_mb"]
 
@@ -181,13 +197,19 @@ def size_axes(sizes):
     return plt.subplots(1, len(sizes), figsize=(5 * len(sizes), 4.5), squeeze=False)
 
 
+def plain(v) -> str:
+    """A tick label: 0.5, 2, 30, 20k, 1.5M."""
+    return f"{v / 1e6:g}M" if v >= 1e6 else f"{v / 1e3:g}k" if v >= 1e4 else f"{v:g}"
+
+
 def plain_log_ticks(ax) -> None:
-    """Plain tick labels (0.5, 2, 30) on log axes; minor ticks (2s and 5s) labelled only over a few decades."""
+    """Plain tick labels (0.5, 2, 30) on log axes; minor ticks labelled over less than a decade (all of them) or
+    a few decades (2s and 5s)."""
     for axis, (low, high) in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
         if axis.get_scale() == "log":
-            few_decades = high / low < 300
-            axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-            axis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if few_decades and f"{v:e}"[0] in "25" else ""))
+            digits = "123456789" if high / low < 10 else "25" if high / low < 300 else ""
+            axis.set_major_formatter(FuncFormatter(lambda v, _: plain(v)))
+            axis.set_minor_formatter(FuncFormatter(lambda v, _, digits=digits: plain(v) if f"{v:e}"[0] in digits else ""))
 
 
 # ---------------------------------------------------------------- statistics
@@ -336,8 +358,14 @@ def name_envs(ax, x) -> None:
     """The environments' names along the x-axis, at their x positions."""
     for env, position in x.items():
         ax.annotate(
-            env, (position, 0), xycoords=("data", "axes fraction"), rotation=90, fontsize=6, xytext=(2, 3),
-            textcoords="offset points", alpha=0.6,
+            env,
+            (position, 0),
+            xycoords=("data", "axes fraction"),
+            rotation=90,
+            fontsize=6,
+            xytext=(2, 3),
+            textcoords="offset points",
+            alpha=0.6,
         )
 
 
@@ -372,8 +400,17 @@ def draw_cells(ax, cells, x, variant, k, n, log, **line):
     the variants' bars do not hide one another."""
     nudge = (lambda v: v * 1.04 ** (k - n / 2)) if log else (lambda v: v + 0.07 * (k - n / 2))
     xs = [nudge(x(r)) for r in cells]
-    ax.errorbar(xs, [r["ratio"] for r in cells], yerr=interval_bars(cells), color=COLORS.get(variant), marker="o",
-                ms=4, lw=0.8, capsize=2, **line)
+    ax.errorbar(
+        xs,
+        [r["ratio"] for r in cells],
+        yerr=interval_bars(cells),
+        color=COLORS.get(variant),
+        marker="o",
+        ms=4,
+        lw=0.8,
+        capsize=2,
+        **line,
+    )
 
 
 def plot_answer(runs, directory, out, answer):
@@ -397,11 +434,13 @@ def plot_answer(runs, directory, out, answer):
         ax.axhline(1, color=COLORS[REFERENCE], lw=1, ls="--", label=f"{REFERENCE} (1)")
         ax.set(xlabel=xlabel, ylabel=f"steady iteration, x {REFERENCE}'s time", title=f"size {size}")
         ax.set_yscale("log")
-        if log:
+        shown = {e: x[e] for e in envs if any(r["env"] == e and r["size"] == size for r in cells)}
+        if log:  # a decade at least, so that one environment's points spread little
             ax.set_xscale("log")
+            ax.set_xlim(min(shown.values()) / 2, max(shown.values()) * 2)
         else:
             ax.set_xlim(-0.5, len(envs) - 0.5)
-        name_envs(ax, {e: x[e] for e in envs if any(r["env"] == e and r["size"] == size for r in cells)})
+        name_envs(ax, shown)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=8)
     lines = [
@@ -412,8 +451,12 @@ def plot_answer(runs, directory, out, answer):
     ]
     # The size axis: the environments that ran at more than one size.
     params = {(r.env, r.size): r.record.get("param_count") for r in runs}
-    size_envs = [e for e in envs if len({r["size"] for r in cells if r["env"] == e}) > 1 and None not in
-                 [params.get((e, r["size"])) for r in cells if r["env"] == e]][: len(ENV_STYLES)]
+    size_envs = [
+        e
+        for e in envs
+        if len({r["size"] for r in cells if r["env"] == e}) > 1
+        and None not in [params.get((e, r["size"])) for r in cells if r["env"] == e]
+    ][: len(ENV_STYLES)]
     if size_envs:
         fig, ax = plt.subplots(figsize=(8, 5))
         for k, v in enumerate(variants):
@@ -423,18 +466,32 @@ def plot_answer(runs, directory, out, answer):
                     draw_cells(ax, mine, lambda r, env=env: params[env, r["size"]], v, k, len(variants), True, ls=style)
         for (env, size), count in params.items():
             if env in size_envs:
-                ax.annotate(size, (count, 0), xycoords=("data", "axes fraction"), xytext=(0, 3), textcoords="offset points",
-                            fontsize=7, alpha=0.6)
+                ax.annotate(
+                    size,
+                    (count, 0),
+                    xycoords=("data", "axes fraction"),
+                    xytext=(0, 3),
+                    textcoords="offset points",
+                    fontsize=7,
+                    alpha=0.6,
+                )
         ax.axhline(1, color=COLORS[REFERENCE], lw=1, ls="--")
         proxies = [plt.Line2D([], [], color=COLORS.get(v), marker="o", label=v) for v in variants]
         proxies += [plt.Line2D([], [], color="gray", ls=style, label=env) for env, style in zip(size_envs, ENV_STYLES)]
         proxies.append(plt.Line2D([], [], color=COLORS[REFERENCE], ls="--", label=f"{REFERENCE} (1)"))
         ax.legend(handles=proxies, fontsize=7, ncol=2)
-        ax.set(xlabel="parameters (actor and critic; sizes s, m, l)", ylabel=f"steady iteration, x {REFERENCE}'s time",
-               title="The gap as the model grows")
+        ax.set(
+            xlabel="parameters (actor and critic; sizes s, m, l)",
+            ylabel=f"steady iteration, x {REFERENCE}'s time",
+            title="The gap as the model grows",
+        )
         ax.set_xscale("log")
         ax.set_yscale("log")
-        lines += [save(fig, out, "answer_size.png"), "The same ratios against the model's size, one line style per environment.", ""]
+        lines += [
+            save(fig, out, "answer_size.png"),
+            "The same ratios against the model's size, one line style per environment.",
+            "",
+        ]
     pooled = [r for r in rows if r["env"] is None]
     spread = {
         (r["variant"], r["size"]): [c["ratio"] for c in cells if (c["variant"], c["size"]) == (r["variant"], r["size"])]
@@ -444,11 +501,27 @@ def plot_answer(runs, directory, out, answer):
         "Per size, over its environments (every block of that size):",
         "",
         table(
-            ["size", "variant", f"x {REFERENCE}'s time [95% CI]", "blocks", "verdict", "environments", "lowest cell", "highest cell"],
             [
-                [r["size"], r["variant"], with_interval(r["ratio"], r["ci_low"], r["ci_high"]), r["n_blocks"], r["verdict"],
-                 len(spread[r["variant"], r["size"]]), fmt(min(spread[r["variant"], r["size"]])),
-                 fmt(max(spread[r["variant"], r["size"]]))]
+                "size",
+                "variant",
+                f"x {REFERENCE}'s time [95% CI]",
+                "blocks",
+                "verdict",
+                "environments",
+                "lowest cell",
+                "highest cell",
+            ],
+            [
+                [
+                    r["size"],
+                    r["variant"],
+                    with_interval(r["ratio"], r["ci_low"], r["ci_high"]),
+                    r["n_blocks"],
+                    r["verdict"],
+                    len(spread[r["variant"], r["size"]]),
+                    fmt(min(spread[r["variant"], r["size"]])),
+                    fmt(max(spread[r["variant"], r["size"]])),
+                ]
                 for r in pooled
             ],
         ),
@@ -458,8 +531,21 @@ def plot_answer(runs, directory, out, answer):
         table(
             ["env", "size", *variants],
             [
-                [env, size, *[next((with_interval(r["ratio"], r["ci_low"], r["ci_high"]) for r in cells
-                                    if (r["variant"], r["env"], r["size"]) == (v, env, size)), "") for v in variants]]
+                [
+                    env,
+                    size,
+                    *[
+                        next(
+                            (
+                                with_interval(r["ratio"], r["ci_low"], r["ci_high"])
+                                for r in cells
+                                if (r["variant"], r["env"], r["size"]) == (v, env, size)
+                            ),
+                            "",
+                        )
+                        for v in variants
+                    ],
+                ]
                 for size in sizes
                 for env in sorted(envs, key=x.get)
                 if any((r["env"], r["size"]) == (env, size) for r in cells)
@@ -561,15 +647,19 @@ def plot_overhead(runs, out):
             cells = [medians.get((v, size, window), (np.nan,) * 3) for v in variants]
             heights = np.array([c[0] for c in cells])
             bars = np.nan_to_num(np.array([[c[0] - c[1], c[2] - c[0]] for c in cells]).T.reshape(2, -1)).clip(0)
-            ax.bar(np.arange(len(variants)) + j * width, heights, width, yerr=bars, capsize=2, label=window)
+            shade = str(0.15 + 0.65 * j / max(len(windows) - 1, 1))  # grays: the colours name variants
+            ax.bar(np.arange(len(variants)) + j * width, heights, width, yerr=bars, capsize=2, color=shade, label=window)
         ax.set_xticks(np.arange(len(variants)) + 1.5 * width, variants, rotation=30, fontsize=7)
-        ax.set(ylabel="seconds (setup) or seconds per iteration", title=f"Setup, compilation and later iterations, size {size}")
+        ax.set(
+            ylabel="seconds (setup) or seconds per iteration", title=f"Setup, compilation and later iterations, size {size}"
+        )
         ax.set_yscale("log")
         ax.legend(fontsize=7)
     rows = [
         [size, v, *[fmt(medians.get((v, size, w), (np.nan,))[0]) for w in windows]]
         for size in sizes
         for v in variants
+        if (v, size, "setup") in medians
     ]
     return [
         save(fig, out, "overhead.png"),
@@ -593,8 +683,14 @@ def plot_rollout_update(runs, out, stats):
     # Shares, not seconds: the variants differ by orders of magnitude; the seconds are on the bars.
     # Below them, each part's time over jax_linen's, block by block.
     ratios = {
-        metric: [against_reference(r) for v in variants for size in sizes if v != REFERENCE
-                 for r in [compare(runs, REFERENCE, v, metric, size)] if r]
+        metric: [
+            against_reference(r)
+            for v in variants
+            for size in sizes
+            if v != REFERENCE
+            for r in [compare(runs, REFERENCE, v, metric, size)]
+            if r
+        ]
         for metric in ("rollout", "update")
     }
     panels = 2 if any(ratios.values()) else 1  # no second row without jax_linen to divide by
@@ -603,19 +699,26 @@ def plot_rollout_update(runs, out, stats):
         for j, metric in enumerate(ratios):
             cell = [r for r in ratios[metric] if r["size"] == size]
             xs = np.array([variants.index(r["variant"]) for r in cell]) + 0.4 * j
-            ax.bar(xs, [r["ratio"] for r in cell], 0.4, yerr=interval_bars(cell), capsize=3,
-                   color=[COLORS.get(r["variant"]) for r in cell], alpha=1 if j == 0 else 0.5,
-                   label="rollout + GAE (solid)" if j == 0 else "update (light)")
+            ax.bar(
+                xs,
+                [r["ratio"] for r in cell],
+                0.4,
+                yerr=interval_bars(cell),
+                capsize=3,
+                color=[COLORS.get(r["variant"]) for r in cell],
+                alpha=1 if j == 0 else 0.5,
+            )
         ax.axhline(1, color=COLORS[REFERENCE], lw=1, ls="--")
         ax.set_xticks(np.arange(len(variants)) + 0.2, variants, rotation=30, fontsize=7)
         ax.set(ylabel=f"x {REFERENCE}'s time", title=f"Each part over {REFERENCE}'s, size {size}")
         ax.set_yscale("log")
-        ax.legend(fontsize=7)
+        keys = [Patch(color="0.3", label="rollout + GAE (solid)"), Patch(color="0.3", alpha=0.5, label="update (light)")]
+        ax.legend(handles=keys, fontsize=7)
     for ax, size in zip(axes[0], sizes):
         rollout, update = np.array([parts.get((v, size), (np.nan, np.nan)) for v in variants]).T.reshape(2, -1)
         total = rollout + update
-        ax.bar(variants, rollout / total, label="rollout + GAE")
-        bars = ax.bar(variants, update / total, bottom=rollout / total, label="update")
+        ax.bar(variants, rollout / total, color="0.35", label="rollout + GAE")  # grays: the colours name variants
+        bars = ax.bar(variants, update / total, bottom=rollout / total, color="0.75", label="update")
         ax.bar_label(bars, [f"{t:.3g} s" for t in total], fontsize=7)
         ax.set(
             ylabel="share of the iteration (median, iterations 1-end)",
@@ -637,7 +740,9 @@ def plot_rollout_update(runs, out, stats):
         table(["size", "variant", "rollout + GAE", "update", "rollout share"], rows),
     ]
     for metric in ("rollout", "update"):
-        rows = [r for v in variants if v != REFERENCE for size in sizes for r in [compare(runs, REFERENCE, v, metric, size)] if r]
+        rows = [
+            r for v in variants if v != REFERENCE for size in sizes for r in [compare(runs, REFERENCE, v, metric, size)] if r
+        ]
         stats.extend(rows)
         lines += [
             "",
@@ -664,7 +769,7 @@ def plot_compilation(runs, out, stats):
         for j, metric in enumerate(SPEEDUP_METRICS):
             cell = [r for r in rows if (r["size"], r["metric"]) == (size, metric)]
             x = np.array([COMPILE_PAIRS.index((r["a"], r["b"])) for r in cell]) + 0.27 * j
-            bars = ax.bar(x, [r["ratio"] for r in cell], 0.27, label=metric)
+            bars = ax.bar(x, [r["ratio"] for r in cell], 0.27, color=str(0.25 + 0.25 * j), label=metric)  # grays
             ax.errorbar(x, [r["ratio"] for r in cell], yerr=interval_bars(cell), fmt="none", color="k", capsize=3)
             ax.bar_label(bars, fmt="%.3g", fontsize=6)
         ax.set_xticks(np.arange(len(COMPILE_PAIRS)) + 0.27, [f"{on}\nvs {off}" for on, off in COMPILE_PAIRS], fontsize=7)
@@ -693,11 +798,22 @@ def plot_memory(runs, memory):
         for variant in ordered([v for s, v in groups if s == size], VARIANTS):
             group = groups[size, variant]
             host = [r.record["peak_host_memory_mb"] for r in group if r.record.get("peak_host_memory_mb") is not None]
-            gpu = [sum(x or 0 for x in r.record["gpu"]["peak_memory_mb"].values()) for r in group
-                   if (r.record.get("gpu") or {}).get("peak_memory_mb")]
+            gpu = [
+                sum(x or 0 for x in r.record["gpu"]["peak_memory_mb"].values())
+                for r in group
+                if (r.record.get("gpu") or {}).get("peak_memory_mb")
+            ]
             if host:
-                rows.append({"variant": variant, "size": size, "runs": len(host), "host_mb_median": float(np.median(host)),
-                             "host_mb_max": float(np.max(host)), "gpu_mb_median": float(np.median(gpu)) if gpu else None})
+                rows.append(
+                    {
+                        "variant": variant,
+                        "size": size,
+                        "runs": len(host),
+                        "host_mb_median": float(np.median(host)),
+                        "host_mb_max": float(np.max(host)),
+                        "gpu_mb_median": float(np.median(gpu)) if gpu else None,
+                    }
+                )
     if not rows:
         return []
     memory.extend(rows)
@@ -708,8 +824,17 @@ def plot_memory(runs, memory):
         "",
         table(
             ["size", "variant", "runs", "host MiB, median", "host MiB, highest", *(["GPU MiB, median"] if gpu else [])],
-            [[r["size"], r["variant"], r["runs"], f"{r['host_mb_median']:.0f}", f"{r['host_mb_max']:.0f}",
-              *([fmt(r["gpu_mb_median"])] if gpu else [])] for r in rows],
+            [
+                [
+                    r["size"],
+                    r["variant"],
+                    r["runs"],
+                    f"{r['host_mb_median']:.0f}",
+                    f"{r['host_mb_max']:.0f}",
+                    *([fmt(r["gpu_mb_median"])] if gpu else []),
+                ]
+                for r in rows
+            ],
         ),
     ]
 
@@ -790,7 +915,10 @@ def clock_curve(group, points=80):
     seconds = np.geomspace(start, stop, points) if stop > start else np.array([start])
     returns = np.array(
         [
-            [np.nan if (x := r.record["episodic_return"][np.searchsorted(e, s, side="right") - 1]) is None else x for s in seconds]
+            [
+                np.nan if (x := r.record["episodic_return"][np.searchsorted(e, s, side="right") - 1]) is None else x
+                for s in seconds
+            ]
             for r, e in zip(group, ends)
         ]
     )
@@ -911,8 +1039,14 @@ def threshold_statistics(groups, threshold):
         times = [time_to_threshold(r.record, threshold) for r in groups[v]]
         reached = np.array([t for t in times if t[0] is not None], float).reshape(-1, 2)
         low, high = stats.binomtest(len(reached), len(times)).proportion_ci(CONFIDENCE, method="wilson")
-        row = {"variant": v, "threshold": threshold, "runs": len(times), "reached": len(reached),
-               "share_reached": len(reached) / len(times), "share_reached_ci": [float(low), float(high)]}
+        row = {
+            "variant": v,
+            "threshold": threshold,
+            "runs": len(times),
+            "reached": len(reached),
+            "share_reached": len(reached) / len(times),
+            "share_reached_ci": [float(low), float(high)],
+        }
         for key in ("seconds", "seconds_after_iteration_0"):
             row.update({key: None, f"{key}_ci": None})
         if len(reached) >= MIN_BLOCKS:
@@ -981,8 +1115,11 @@ def learn_env(env, runs, out, stats, learning, learning_pairs, thresholds):
     curves.set(xlabel="env steps", ylabel="episodic return (IQM over seeds)", title=f"{env}, each script's default config")
     curves.legend(fontsize=8)
     draw_curves(clock, groups, against=clock_curve)
-    clock.set(xlabel="seconds since train() started (setup and compilation included)", ylabel="episodic return (IQM over seeds)",
-              title="The same runs against the wall clock")
+    clock.set(
+        xlabel="seconds since train() started (setup and compilation included)",
+        ylabel="episodic return (IQM over seeds)",
+        title="The same runs against the wall clock",
+    )
     clock.set_xscale("log")
     if threshold is not None:
         for ax in (curves, clock):
@@ -1019,8 +1156,16 @@ def learn_env(env, runs, out, stats, learning, learning_pairs, thresholds):
         + (f" The dotted line: the threshold, {threshold:g}." if threshold is not None else ""),
         "",
         table(
-            ["variant", "seeds", "IQM [95% CI]", "mean [95% CI]", "lowest", *([f"below {collapse}"] if collapse else []),
-             f"P(improvement over {REFERENCE})", "verdict"],
+            [
+                "variant",
+                "seeds",
+                "IQM [95% CI]",
+                "mean [95% CI]",
+                "lowest",
+                *([f"below {collapse}"] if collapse else []),
+                f"P(improvement over {REFERENCE})",
+                "verdict",
+            ],
             [
                 [
                     r["variant"],
@@ -1040,7 +1185,9 @@ def learn_env(env, runs, out, stats, learning, learning_pairs, thresholds):
         "",
     ]
     if reach:
-        interval_text = lambda r, k: with_interval(r[k], *(r[f"{k}_ci"] or (None, None))) if r[k] is not None else "too few runs reach it"
+        interval_text = lambda r, k: (
+            with_interval(r[k], *(r[f"{k}_ci"] or (None, None))) if r[k] is not None else "too few runs reach it"
+        )
         lines += [
             f"Wall-clock to learn: seconds from the start of train() until an iteration's mean return first reaches "
             f"{threshold:g}, IQM over the runs that reach it with its {CONFIDENCE:.0%} stratified-bootstrap interval; "
@@ -1050,8 +1197,13 @@ def learn_env(env, runs, out, stats, learning, learning_pairs, thresholds):
             table(
                 ["variant", "runs", "reach it [95% CI]", "seconds to it [95% CI]", "without setup and iteration 0 [95% CI]"],
                 [
-                    [r["variant"], r["runs"], with_interval(r["share_reached"], *r["share_reached_ci"], 2),
-                     interval_text(r, "seconds"), interval_text(r, "seconds_after_iteration_0")]
+                    [
+                        r["variant"],
+                        r["runs"],
+                        with_interval(r["share_reached"], *r["share_reached_ci"], 2),
+                        interval_text(r, "seconds"),
+                        interval_text(r, "seconds_after_iteration_0"),
+                    ]
                     for r in reach
                 ],
             ),
@@ -1060,11 +1212,20 @@ def learn_env(env, runs, out, stats, learning, learning_pairs, thresholds):
     if pairs:
         lines += [
             "The same probability between the variants that differ by one thing (the same runs)"
-            + (f", and the difference in the share of runs that end below {collapse} with Newcombe's score interval:" if collapse else ":"),
+            + (
+                f", and the difference in the share of runs that end below {collapse} with Newcombe's score interval:"
+                if collapse
+                else ":"
+            ),
             "",
             table(
-                ["A", "B", "P(a run of A ends higher than one of B) [95% CI]", "verdict",
-                 *([f"share below {collapse}, A - B [95% CI]", "verdict"] if collapse else [])],
+                [
+                    "A",
+                    "B",
+                    "P(a run of A ends higher than one of B) [95% CI]",
+                    "verdict",
+                    *([f"share below {collapse}, A - B [95% CI]", "verdict"] if collapse else []),
+                ],
                 [
                     [
                         a,
@@ -1110,8 +1271,17 @@ def learn_env(env, runs, out, stats, learning, learning_pairs, thresholds):
             "",
             table(
                 ["metric", "A", "B", "ratio [95% CI]", "blocks", "verdict"],
-                [[r["metric"], r["a"], r["b"], with_interval(r["ratio"], r["ci_low"], r["ci_high"]), r["n_blocks"], r["verdict"]]
-                 for r in ratios],
+                [
+                    [
+                        r["metric"],
+                        r["a"],
+                        r["b"],
+                        with_interval(r["ratio"], r["ci_low"], r["ci_high"]),
+                        r["n_blocks"],
+                        r["verdict"],
+                    ]
+                    for r in ratios
+                ],
             ),
         ]
     return lines

@@ -541,7 +541,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             write_json_atomic(args.json_out, result)
         except OSError as e:
             print(json.dumps(result))  # the run's numbers, so that they are not lost
-            print(f"error: the record could not be written to {args.json_out!r} ({e.strerror}): it is printed above", file=sys.stderr)
+            print(
+                f"error: the record could not be written to {args.json_out!r} ({e.strerror}): it is printed above",
+                file=sys.stderr,
+            )
             return 1
     if not args.quiet:
         durations = result["iteration_durations"]

@@ -65,7 +65,9 @@ def build(directories, out: Path, startup: dict) -> dict:
             later = durations[1:] or durations
             cells[variant, record["env_id"], size].append((record["setup_duration"], durations[0], statistics.median(later)))
     if len(models) != 1:
-        print(f"error: the records name {len(models)} CPU models ({sorted(map(str, models))}); give one model's", file=sys.stderr)
+        print(
+            f"error: the records name {len(models)} CPU models ({sorted(map(str, models))}); give one model's", file=sys.stderr
+        )
         raise SystemExit(2)
     rows = [
         {

@@ -84,7 +84,9 @@ def test_dry_run_plans_the_issue_sweeps_and_writes_nothing(tmp_path):
         )
     acrobot = re.findall(r"learn/(\w+)__Acrobot-v1__s__seed(\d+)", learn.stdout)
     for v in VARIANTS:  # the second environment's threshold, for every variant but the eager one
-        assert sorted(int(seed) for variant, seed in acrobot if variant == v) == ([] if v == "linen_nojit" else list(range(1, 11)))
+        assert sorted(int(seed) for variant, seed in acrobot if variant == v) == (
+            [] if v == "linen_nojit" else list(range(1, 11))
+        )
     assert not out.exists()
 
 
@@ -324,13 +326,25 @@ def test_the_cpu_preset_plans_both_axes_and_tells_its_cost_first(tmp_path):
     for (variant, env, size), s in overall.items():
         assert s == ({1} if variant == "linen_nojit" else {1, 2, 3}), (variant, env, size)
     timing = {v for (v, _, _) in overall} - {"linen_nojit"}
-    assert all(len({v for (v, e, z) in overall if (e, z) == cell} & timing) == len(timing) for cell in {(e, z) for (_, e, z) in overall})
+    assert all(
+        len({v for (v, e, z) in overall if (e, z) == cell} & timing) == len(timing)
+        for cell in {(e, z) for (_, e, z) in overall}
+    )
     assert {key[0] for key in seeds} == {"overall", "sync", "compile"}
 
 
 STUDY_ENVS = [
-    "CartPole-v1", "Acrobot-v1", "MountainCar-v0", "DiscountingChain-bsuite", "MemoryChain-bsuite", "UmbrellaChain-bsuite",
-    "BernoulliBandit-misc", "GaussianBandit-misc", "Asterix-MinAtar", "Breakout-MinAtar", "Freeway-MinAtar",
+    "CartPole-v1",
+    "Acrobot-v1",
+    "MountainCar-v0",
+    "DiscountingChain-bsuite",
+    "MemoryChain-bsuite",
+    "UmbrellaChain-bsuite",
+    "BernoulliBandit-misc",
+    "GaussianBandit-misc",
+    "Asterix-MinAtar",
+    "Breakout-MinAtar",
+    "Freeway-MinAtar",
     "SpaceInvaders-MinAtar",
 ]
 

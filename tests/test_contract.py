@@ -274,7 +274,9 @@ def test_the_usage_page_flag_table_covers_every_flag(variant):
         ("/proc/benchback/run.json", "cannot be written: "),
     ],
 )
-def test_a_json_out_that_cannot_be_written_is_refused_before_anything_is_built(variant, where, message, tmp_path, monkeypatch, capsys):
+def test_a_json_out_that_cannot_be_written_is_refused_before_anything_is_built(
+    variant, where, message, tmp_path, monkeypatch, capsys
+):
     module = load(variant)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "results").mkdir()

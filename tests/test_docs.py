@@ -36,7 +36,9 @@ def test_every_relative_link_and_image_points_at_something_that_exists(page):
         target = (page.parent / path).resolve() if path else page
         assert target.exists(), f"{page.name}: {link} points at nothing"
         if anchor:
-            assert target.suffix == ".md" and anchor in anchors(target), f"{page.name}: no heading for #{anchor} in {target.name}"
+            assert target.suffix == ".md" and anchor in anchors(target), (
+                f"{page.name}: no heading for #{anchor} in {target.name}"
+            )
 
 
 def readme_commands():

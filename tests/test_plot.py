@@ -357,7 +357,10 @@ def test_records_of_two_cpu_models_give_two_reports_and_no_ratio_across_them(tmp
     assert plot.main([str(d), "--out", str(tmp_path / "out")]) == 0
     assert "2 machines" in capsys.readouterr().err
     reports = sorted((tmp_path / "out").glob("machine-*/summary.json"))
-    assert [p.parent.name for p in reports] == ["machine-AMD-EPYC-family-25-model-1-2-cores", "machine-Intel-Xeon-family-6-model-143-2-cores"]
+    assert [p.parent.name for p in reports] == [
+        "machine-AMD-EPYC-family-25-model-1-2-cores",
+        "machine-Intel-Xeon-family-6-model-143-2-cores",
+    ]
     for report in reports:
         summary = json.loads(report.read_text())
         assert summary["ratios"] == [] and summary["answer"] == []
@@ -443,7 +446,9 @@ def test_time_to_threshold_counts_from_the_start_of_train_and_leaves_out_runs_th
     assert plot.time_to_threshold(reached, 475) == (1.0 + 2.0 + 4 * 0.5, 4 * 0.5)
     assert plot.time_to_threshold(reached, 500) == (1.0 + 2.0 + 5 * 0.5, 5 * 0.5)
     assert plot.time_to_threshold(reached, 501) == (None, None)
-    runs = [plot.Run("learn", "torch", "CartPole-v1", "s", s, 32, learn_record("torch", s, returns, setup=s)) for s in (1, 2, 3)]
+    runs = [
+        plot.Run("learn", "torch", "CartPole-v1", "s", s, 32, learn_record("torch", s, returns, setup=s)) for s in (1, 2, 3)
+    ]
     never = learn_record("torch", 4, [100.0] * 6)
     (row,) = plot.threshold_statistics({"torch": runs + [plot.Run("learn", "torch", "CartPole-v1", "s", 4, 32, never)]}, 475)
     assert (row["runs"], row["reached"], row["share_reached"]) == (4, 3, 0.75)

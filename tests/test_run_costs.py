@@ -39,18 +39,33 @@ def test_the_estimate_line_counts_days_and_names_what_it_cannot_estimate(tmp_pat
     costs.write_text(json.dumps(TABLE))
     line = run_costs.estimate(["jax_linen CartPole-v1 s 21"] * 200, costs)  # 200 x 18 s = 1:00
     assert line == "estimated 1:00 (h:mm) for 200 runs, from runs measured on Test CPU"
-    assert run_costs.estimate(["jax_linen CartPole-v1 s 21"] * 200, costs, at_once=2).startswith("estimated 0:30 (h:mm) for 200 runs, 2 at a time")
+    assert run_costs.estimate(["jax_linen CartPole-v1 s 21"] * 200, costs, at_once=2).startswith(
+        "estimated 0:30 (h:mm) for 200 runs, 2 at a time"
+    )
     line = run_costs.estimate(["jax_linen CartPole-v1 s 14385"] * 12 + ["torch CartPole-v1 l 3"], costs)  # 12 x 7200 s
-    assert line.startswith("estimated 1 day 0:00 (h:mm) for 12 runs,") and line.endswith("no measured cost for torch at size l: their runs are not counted")
+    assert line.startswith("estimated 1 day 0:00 (h:mm) for 12 runs,") and line.endswith(
+        "no measured cost for torch at size l: their runs are not counted"
+    )
 
 
 def test_the_table_is_built_from_one_cpu_models_records_only(tmp_path):
     for i, model in enumerate(["CPU A", "CPU B"]):
-        record = {"status": "ok", "variant": "torch", "env_id": "CartPole-v1", "hidden": [64, 64], "args": {"num_envs": 32},
-                  "cpu": {"model": model}, "setup_duration": 1.0, "iteration_durations": [2.0, 0.5, 0.7]}
+        record = {
+            "status": "ok",
+            "variant": "torch",
+            "env_id": "CartPole-v1",
+            "hidden": [64, 64],
+            "args": {"num_envs": 32},
+            "cpu": {"model": model},
+            "setup_duration": 1.0,
+            "iteration_durations": [2.0, 0.5, 0.7],
+        }
         (tmp_path / f"r{i}.json").write_text(json.dumps(record))
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "run_costs.py"), "build", str(tmp_path), "--out",
-                           str(tmp_path / "t.json")], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "run_costs.py"), "build", str(tmp_path), "--out", str(tmp_path / "t.json")],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2 and "2 CPU models" in proc.stderr and not (tmp_path / "t.json").exists()
     (tmp_path / "r1.json").unlink()
     (tmp_path / "t.json").write_text(json.dumps({"startup_s": {"torch": 7.0}}))
