@@ -23,6 +23,9 @@ import optax
 import tyro
 
 VARIANT = os.path.basename(__file__)[: -len(".py")].removeprefix("ppo_")
+# What benchmark.sh, plot.py and the tests know of this script, read from this line without running it
+# (bench/variants.py): its framework, what compiles its iteration, its row and colour in tables and figures.
+TOOLING = {"framework": "jax", "compiles": "eqx.filter_jit", "order": 3, "color": "tab:red"}
 
 
 @dataclasses.dataclass(frozen=True)  # hashable: jax.jit takes it as a static argument
@@ -262,9 +265,10 @@ def update(runner: Runner, batch: Batch, tx: optax.GradientTransformation, args:
 def train(args: Args) -> dict:
     """Train, time every iteration, and return the result record."""
     start = time.perf_counter()
-    hidden, env, env_params, device = check_args(args)
+    hidden, device = check_args(args)
+    env, env_params = gymnax.make(args.env_id)
     jax.config.update("jax_default_device", device)
-    # torch's names for XLA's: the same arithmetic in both frameworks (README, "Flags")
+    # torch's names for XLA's: the same arithmetic in both frameworks (docs/usage.md, "Flags")
     jax.config.update("jax_default_matmul_precision", {"highest": "highest", "high": "tensorfloat32"}[args.matmul_precision])
     batch_size = args.num_envs * args.num_steps
     num_iterations = args.total_timesteps // batch_size
@@ -329,12 +333,14 @@ def train(args: Args) -> dict:
 
 # ---------------------------------------------------------------- benchmark harness
 # Everything below serves the benchmark, not PPO: input validation, the device, compile counting, logging and
-# the JSON record (README, "The result record"). Its imports are here, so that the top shows what PPO needs.
+# the JSON record (docs/record.md). Its imports are here, so that the top shows what PPO needs. It is the same in
+# every script of one framework, but for the lines marked "# own" (tests/test_harness.py holds the copies so).
 import importlib.metadata
 import json
 import platform
 import resource
 import subprocess
+
 from jax._src.lib import cuda_versions  # the CUDA plugin's version queries (None without one)
 from tensorboard.compat.proto.event_pb2 import Event
 from tensorboard.plugins.text.summary_v2 import text_pb
@@ -371,7 +377,7 @@ def check_writable(path: str) -> None:
 
 
 def check_args(args: Args):
-    """Validate everything before anything is built or written; returns (hidden, env, env_params, device)."""
+    """Validate everything before anything is built or written; returns (hidden, device)."""
     hidden = parse_hidden(args.hidden)
     for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
         if getattr(args, name) <= 0:
@@ -386,7 +392,7 @@ def check_args(args: Args):
     supported = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]  # that one downloads MNIST when built
     if args.env_id not in supported:
         raise UsageError(f"unsupported --env-id {args.env_id!r}; gymnax ids: {', '.join(supported)}")
-    env, env_params = gymnax.make(args.env_id)
+    env, env_params = gymnax.make(args.env_id)  # to see its actions; train() makes its own
     if not isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete):
         raise UsageError(f"{args.env_id} has continuous actions; only discrete-action environments are supported")
     device = jax.devices()[0] if args.cuda else jax.devices("cpu")[0]  # the GPU if jax sees one
@@ -394,7 +400,7 @@ def check_args(args: Args):
         print("no GPU visible to jax: running on the CPU", file=sys.stderr)
     if args.matmul_precision == "high" and device.platform == "cpu":
         raise UsageError("--matmul-precision high (TF32) needs an NVIDIA GPU: on CPUs only highest is the same arithmetic")
-    return hidden, env, env_params, device
+    return hidden, device
 
 
 def gpu_info(device) -> Optional[dict]:
@@ -410,7 +416,7 @@ def gpu_info(device) -> Optional[dict]:
     return {"name": device.device_kind, "driver": driver and driver.split()[0], "jax": jax_info, "peak_memory_mb": peak}
 
 
-LIBRARIES = ("jax", "jaxlib", "equinox", "flax", "optax", "gymnax", "numpy")  # the versions the record holds
+LIBRARIES = ("jax", "jaxlib", "equinox", "flax", "optax", "gymnax", "numpy")  # own: the versions the record holds
 COMPILES = []  # one entry per XLA compilation in this process, from jax.monitoring's events
 jax.monitoring.register_event_duration_secs_listener(
     lambda event, duration, **_: COMPILES.append(event) if event == "/jax/core/compile/backend_compile_duration" else None

@@ -31,6 +31,9 @@ import torch.nn as nn
 import tyro
 
 VARIANT = os.path.basename(__file__)[: -len(".py")].removeprefix("ppo_")
+# What benchmark.sh, plot.py and the tests know of this script, read from this line without running it
+# (bench/variants.py): its framework, what compiles its iteration, its row and colour in tables and figures.
+TOOLING = {"framework": "torch", "compiles": "torch.compile", "order": 6, "color": "tab:pink"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -296,7 +299,8 @@ def update(learn_minibatch, batch: Batch, args: Args):
 def train(args: Args) -> dict:
     """Train, time every iteration, and return the result record."""
     start = time.perf_counter()
-    hidden, env, env_params, device, jax_device = check_args(args)
+    hidden, device, jax_device = check_args(args)
+    env, env_params = gymnax.make(args.env_id)
     jax.config.update("jax_default_device", jax_device)
     torch.set_float32_matmul_precision(args.matmul_precision)  # highest: float32; high: TF32, as JAX's tensorfloat32
     torch._inductor.config.cpp_wrapper = device.type == "cpu"  # compiled code called from C++, not Python: less overhead
@@ -390,13 +394,15 @@ def train(args: Args) -> dict:
 
 # ---------------------------------------------------------------- benchmark harness
 # Everything below serves the benchmark, not PPO: input validation, the devices, compile counting, logging and
-# the JSON record (README, "The result record"). Its imports are here, so that the top shows what PPO needs.
+# the JSON record (docs/record.md). Its imports are here, so that the top shows what PPO needs. It is the same in
+# every script of one framework, but for the lines marked "# own" (tests/test_harness.py holds the copies so).
 import contextlib
 import importlib.metadata
 import json
 import platform
 import resource
 import subprocess
+
 from jax._src.lib import cuda_versions  # the CUDA plugin's version queries (None without one)
 from tensorboard.compat.proto.event_pb2 import Event
 from tensorboard.plugins.text.summary_v2 import text_pb
@@ -433,7 +439,7 @@ def check_writable(path: str) -> None:
 
 
 def check_args(args: Args):
-    """Validate everything before anything is built or written; returns (hidden, env, env_params, device, jax_device)."""
+    """Validate everything before anything is built or written; returns (hidden, device, jax_device)."""
     hidden = parse_hidden(args.hidden)
     for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
         if getattr(args, name) <= 0:
@@ -448,7 +454,7 @@ def check_args(args: Args):
     supported = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]  # that one downloads MNIST when built
     if args.env_id not in supported:
         raise UsageError(f"unsupported --env-id {args.env_id!r}; gymnax ids: {', '.join(supported)}")
-    env, env_params = gymnax.make(args.env_id)
+    env, env_params = gymnax.make(args.env_id)  # to see its actions; train() makes its own
     if not isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete):
         raise UsageError(f"{args.env_id} has continuous actions; only discrete-action environments are supported")
     # One device for both frameworks, so that DLPack hands buffers over without a copy: the GPU if both see one.
@@ -462,7 +468,7 @@ def check_args(args: Args):
         raise UsageError("--matmul-precision high (TF32) needs an NVIDIA GPU: on CPUs only highest is the same arithmetic")
     index = torch.cuda.current_device() if gpu else 0
     device = torch.device("cuda", index) if gpu else torch.device("cpu")
-    return hidden, env, env_params, device, jax.devices("gpu" if gpu else "cpu")[index]
+    return hidden, device, jax.devices("gpu" if gpu else "cpu")[index]
 
 
 def gpu_info(device: torch.device, jax_device) -> Optional[dict]:
@@ -507,13 +513,13 @@ def cuda_sync_debug(on: bool) -> contextlib.ExitStack:
     return trap
 
 
-LIBRARIES = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy", "torch")  # the versions the record holds
+LIBRARIES = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy", "torch")  # own: the versions the record holds
 COMPILES = []  # one entry per XLA compilation in this process, from jax.monitoring's events
 jax.monitoring.register_event_duration_secs_listener(
     lambda event, duration, **_: COMPILES.append(event) if event == "/jax/core/compile/backend_compile_duration" else None
 )
-# and one per dynamo compilation: a frame (re)compiled, a lazy backward compiled or a CUDA graph recorded
-torch._dynamo.callback_handler.register_start_callback(lambda _: COMPILES.append("dynamo"))
+# own: and one per dynamo compilation, a frame (re)compiled, a lazy backward compiled or a CUDA graph recorded
+torch._dynamo.callback_handler.register_start_callback(lambda _: COMPILES.append("dynamo"))  # own
 
 
 class Log:

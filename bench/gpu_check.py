@@ -22,17 +22,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
-from sync_traps import HostSync, trapped_host_reads  # noqa: E402
 from load_script import load  # noqa: E402
+from sync_traps import HostSync, trapped_host_reads  # noqa: E402
+from variants import scripts  # noqa: E402
 
-SCRIPTS = {
-    "jax_linen": "ppo_jax_linen.py",
-    "jax_nnx": "ppo_jax_nnx.py",
-    "jax_equinox": "ppo_jax_equinox.py",
-    "linen_nojit": "ppo_linen_nojit.py",
-    "torch": "ppo_torch.py",
-    "torch_compile": "ppo_torch_compile.py",
-}
+VARIANTS = {v.name: v for v in scripts()}  # the ppo_*.py scripts (bench/variants.py)
 # Short but whole iterations: rollout, GAE, epochs of minibatch updates.
 SHORT = dict(
     env_id="CartPole-v1",
@@ -67,9 +61,11 @@ def check(variant: str, expect_gpu: bool) -> dict:
     """One variant's row of the table."""
     row = {"variant": variant, "devices": "-", "compiles after 0": "-", "host syncs": "-", "result": "ok"}
     try:
-        module = load(SCRIPTS[variant], f"benchback_{variant}")
-        with trapped_host_reads(torch_too=variant.startswith("torch"), scalar_reads=variant == "torch") as trapped:
-            extra = {"sync_debug": True} if variant.startswith("torch") else {}  # CUDA's own trap, on a GPU
+        module = load(VARIANTS[variant].script, f"benchback_{variant}")
+        is_torch = VARIANTS[variant].framework == "torch"
+        # Trapping torch's scalar reads would make dynamo trace around them: compiled variants go without it.
+        with trapped_host_reads(torch_too=is_torch, scalar_reads=is_torch and not VARIANTS[variant].compiles) as trapped:
+            extra = {"sync_debug": True} if is_torch else {}  # CUDA's own trap, on a GPU
             record = module.train(module.Args(**SHORT, cuda=True, **extra))
     except HostSync as e:
         row.update({"host syncs": "trapped", "result": f"FAIL: {e}"})
@@ -101,13 +97,13 @@ def check(variant: str, expect_gpu: bool) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--variants", default=",".join(SCRIPTS), help="comma-separated, from " + ",".join(SCRIPTS))
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, from " + ",".join(VARIANTS))
     args = parser.parse_args(argv)
     variants = [v for v in args.variants.split(",") if v]
-    unknown = [v for v in variants if v not in SCRIPTS]
+    unknown = [v for v in variants if v not in VARIANTS]
     if unknown or not variants:
         print(
-            f"error: unknown variant(s) {', '.join(unknown) or '(none given)'}; valid: {', '.join(SCRIPTS)}", file=sys.stderr
+            f"error: unknown variant(s) {', '.join(unknown) or '(none given)'}; valid: {', '.join(VARIANTS)}", file=sys.stderr
         )
         return 2
     os.environ.setdefault("TORCH_COMPILE_FORCE_DISABLE_CACHES", "1")

@@ -23,13 +23,14 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from load_script import write_atomic  # noqa: E402
+from presets import SIZES  # noqa: E402
+from variants import discover  # noqa: E402
 
 COSTS = Path(__file__).with_name("run_costs.json")
-SIZES = {(64, 64): "s", (256,) * 3: "m", (1024,) * 6: "l"}
+SIZE_OF = {layers: size for size, layers in SIZES.items()}  # hidden layers -> s, m or l
 
 
-def framework(variant: str) -> str:
-    return "torch" if variant.startswith("torch") else "jax"
+FRAMEWORK = {v.name: v.framework for v in discover()}  # jax_nnx+nocache included; None: no such script now
 
 
 def startup_from_log(log: Path, directories) -> dict:
@@ -41,8 +42,8 @@ def startup_from_log(log: Path, directories) -> dict:
             path = Path(directory) / f"{name}.json"
             if path.exists():
                 record = json.loads(path.read_text())
-                beyond[framework(record["variant"])].append(int(seconds) - record["total_duration"])
-    return {f: round(statistics.median(values), 1) for f, values in beyond.items()}
+                beyond[FRAMEWORK.get(record["variant"])].append(int(seconds) - record["total_duration"])
+    return {f: round(statistics.median(values), 1) for f, values in beyond.items() if f}
 
 
 def build(directories, out: Path, startup: dict) -> dict:
@@ -56,7 +57,7 @@ def build(directories, out: Path, startup: dict) -> dict:
                 continue
             if not isinstance(record, dict) or record.get("status") != "ok" or "iteration_durations" not in record:
                 continue
-            size = SIZES.get(tuple(record["hidden"]))
+            size = SIZE_OF.get(tuple(record["hidden"]))
             if size is None or record["args"].get("num_envs") != 32:  # the study's iteration only
                 continue
             models.add((record.get("cpu") or {}).get("model"))
@@ -114,7 +115,7 @@ class Estimator:
             if cell is None:
                 return None
             cell = {**cell, "later_s": cell["later_s"] * self.env_factor(env, size)}
-        startup = self.startup.get(framework(variant), max(self.startup.values(), default=0.0))
+        startup = self.startup.get(FRAMEWORK.get(variant), max(self.startup.values(), default=0.0))
         return startup + cell["setup_s"] + cell["first_s"] + (iterations - 1) * cell["later_s"]
 
 

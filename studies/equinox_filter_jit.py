@@ -14,7 +14,7 @@ process, the two settings alternating:
   (as the iteration does) with nothing to compute, called `calls` times, under filter_jit and under
   jax.jit, alternating `pairs` times; the per-call difference with a 95% bootstrap interval.
 
-    python bench/equinox_filter_jit.py --out results/equinox_filter_jit.json
+    python studies/equinox_filter_jit.py --out results/equinox_filter_jit.json
 """
 
 import contextlib
@@ -35,9 +35,9 @@ import tyro
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, ROOT)
-import plot  # noqa: E402  (the bootstrap interval of the sweep's ratios)
 import ppo_jax_equinox  # noqa: E402
 import ppo_jax_linen  # noqa: E402
+from report.timing import interval  # noqa: E402  (the bootstrap interval of the sweep's ratios)
 
 
 @dataclasses.dataclass
@@ -101,7 +101,8 @@ def the_runner(opts: Options):
     """The runner ppo_jax_equinox.train() builds: the same pytree, so the same flattening and filtering."""
     module = ppo_jax_equinox
     args = module.Args(env_id=opts.env_id, hidden=opts.hidden, cuda=False)
-    hidden, env, env_params, device = module.check_args(args)
+    hidden, device = module.check_args(args)
+    env, env_params = module.gymnax.make(args.env_id)
     key, init_key, reset_key = jax.random.split(jax.random.key(args.seed), 3)
     obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
     agent = module.Agent(int(np.prod(obs.shape[1:])), hidden, env.action_space(env_params).n, key=init_key)
@@ -129,7 +130,7 @@ def per_call(jitted, runner, calls: int) -> float:
 def ratio_row(a: str, b: str, times: dict, name: str) -> dict:
     """time(a) / time(b) per round: the geometric mean over the rounds, its 95% interval and the verdict it allows."""
     logs = np.log(np.array(times[a]) / np.array(times[b]))
-    low, high = np.exp(plot.interval(logs, np.mean))
+    low, high = np.exp(interval(logs, np.mean))
     verdict = f"{name} slower" if low > 1 else f"{name} faster" if high < 1 else "no difference detected"
     return {
         "ratio": float(np.exp(logs.mean())),
@@ -151,7 +152,7 @@ def main(opts: Options):
         for name in list(jitted)[:: 1 if i % 2 == 0 else -1]:
             dispatch[name].append(per_call(jitted[name], runner, opts.calls))
     difference = np.array(dispatch["filter_jit"]) - np.array(dispatch["jax.jit"])
-    diff_low, diff_high = plot.interval(difference, np.mean)
+    diff_low, diff_high = interval(difference, np.mean)
 
     # steady: rotating order of the three settings, one run each per round
     settings = ["filter_jit", "jax.jit", "linen"]

@@ -7,7 +7,7 @@ truncation bootstrap, so the two do the same work. The two alternate over severa
 (plain, script, plain, script, ..., plain) and each keeps its best round, so that a passing
 load on the machine does not decide the ratio.
 
-    python bench/linen_overhead.py --env-id CartPole-v1 --hidden 64,64 --out results/linen_overhead.json
+    python studies/linen_overhead.py --env-id CartPole-v1 --hidden 64,64 --out results/linen_overhead.json
 """
 
 import dataclasses
@@ -151,7 +151,8 @@ def main(opts: Options):
         total_timesteps=opts.iterations * 32 * 256,
         anneal_lr=False,
     )
-    hidden, env, env_params, _ = ppo_jax_linen.check_args(args)
+    hidden, _ = ppo_jax_linen.check_args(args)
+    env, env_params = ppo_jax_linen.gymnax.make(args.env_id)
     plain, script = [], []
     with jax.default_matmul_precision("highest"):
         plain.append(time_plain(env, env_params, hidden, args, opts.iterations))

@@ -1,6 +1,6 @@
 """Do the JAX variants run the same PPO? Start them from the same parameters and compare the runs.
 
-    python bench/same_start.py --seeds 36,53 --out results/same_start.json
+    python studies/same_start.py --seeds 36,53 --out results/same_start.json
 
 A seed draws the same actions, minibatch permutations and env steps in every JAX script; what each
 framework draws differently is the network's initial parameters. So, for each seed, with each script's
@@ -22,9 +22,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from load_script import load, write_atomic  # bench/, the directory of this file
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))  # the tools the studies share with the tests
+from load_script import load, write_atomic  # noqa: E402
+
 QUIET = dict(cuda=False, tensorboard=False, quiet=True)
 
 
@@ -86,24 +87,29 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", default="36,53", help="comma-separated seeds")
     parser.add_argument("--out", default="results/same_start.json")
+    parser.add_argument("--iterations", type=int, default=100, help="iterations of the default config")
     args = parser.parse_args(argv)
+    if args.iterations <= 0:
+        print(f"error: --iterations must be positive; got {args.iterations}", file=sys.stderr)
+        return 2
     try:
         seeds = [int(s) for s in args.seeds.split(",")]
     except ValueError:
         print(f"error: --seeds must be comma-separated integers; got {args.seeds!r}", file=sys.stderr)
         return 2
     linen = load("ppo_jax_linen.py", "benchback_jax_linen")
+    config = dict(QUIET, total_timesteps=args.iterations * linen.Args.num_envs * linen.Args.num_steps)
     result = {}
     for seed in seeds:
-        reference = linen.train(linen.Args(seed=seed, **QUIET))
+        reference = linen.train(linen.Args(seed=seed, **config))
         runs = {}
         for variant in ("jax_nnx", "jax_equinox"):
             module = load(f"ppo_{variant}.py", f"benchback_{variant}_{seed}")
             start_from_linen(variant, module, linen, seed)
-            runs[f"{variant} from Linen's parameters"] = module.train(module.Args(seed=seed, **QUIET))
+            runs[f"{variant} from Linen's parameters"] = module.train(module.Args(seed=seed, **config))
         nudged = load("ppo_jax_linen.py", f"benchback_jax_linen_nudged_{seed}")
         nudge_one_weight(nudged)
-        runs["jax_linen, one weight +1 ulp"] = nudged.train(nudged.Args(seed=seed, **QUIET))
+        runs["jax_linen, one weight +1 ulp"] = nudged.train(nudged.Args(seed=seed, **config))
         result[str(seed)] = {setting: compare(reference, record) for setting, record in runs.items()}
         print(f"seed {seed}: " + "; ".join(f"{k}: {v}" for k, v in result[str(seed)].items()), flush=True)
     write_atomic(args.out, json.dumps(result, indent=1))

@@ -1,6 +1,6 @@
 """Does ppo_torch_compile.py train as ppo_torch.py does? Checked inside a whole training run.
 
-    python bench/torch_compile_check.py --seed 3 --out results/torch_compile_check/seed3.json
+    python studies/torch_compile_check.py --seed 3 --out results/torch_compile_check/seed3.json
 
 Runs ppo_torch_compile.py's train() unchanged (the same random numbers, the same result), and:
 - runs ppo_torch.py's eager minibatch step (fused Adam) beside every compiled one, in lockstep from
@@ -24,9 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from load_script import load, write_atomic  # bench/, the directory of this file
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))  # the tools the studies share with the tests
+from load_script import load, write_atomic  # noqa: E402
 
 
 def closure(compiled_function) -> dict:

@@ -1,6 +1,6 @@
 """Which compiled part of ppo_torch_compile.py changes how it learns? Compile one part at a time.
 
-    python bench/torch_compile_parts.py --parts policy --seeds 1-32 --out results/torch_compile_parts
+    python studies/torch_compile_parts.py --parts policy --seeds 1-32 --out results/torch_compile_parts
 
 Runs ppo_torch_compile.py's train() unchanged except that torch.compile returns the function
 itself, uncompiled, for the parts not named in --parts:
@@ -14,12 +14,12 @@ rate). So --parts none is ppo_torch.py but for the sampler's and the compiled sc
 settings belongs to the parts that differ. Writes one record per seed (the script's own record, with
 `compiled_parts` added), atomically; a seed whose record exists is skipped.
 
-    python bench/torch_compile_parts.py --summary results/torch_compile_parts --learn results/records/learn/learn
+    python studies/torch_compile_parts.py --summary results/torch_compile_parts --learn results/records/learn/learn
 
 compares every --parts setting found, and the whole compiled script, with eager torch (the learn
 preset's records in --learn: torch__*.json and torch_compile__*.json) as plot.py compares variants: the
 probability that a run of the setting ends higher than an eager one (rliable) and the difference in
-the share of runs ending below plot.COLLAPSED, each with its 95% interval (rliable's bootstrap; Newcombe's
+the share of runs ending below report.learning.COLLAPSED, each with its 95% interval (rliable's bootstrap; Newcombe's
 score interval for the share).
 """
 
@@ -29,9 +29,10 @@ import sys
 import time
 from pathlib import Path
 
-from load_script import load, reset_torch_compile, write_atomic  # bench/, the directory of this file
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))  # the tools the studies share with the tests
+from load_script import load, reset_torch_compile, write_atomic  # noqa: E402
+
 PARTS = {"policy": "act", "critic": "value", "update": "learn_minibatch"}  # part -> compiled function's name
 
 
@@ -48,7 +49,10 @@ def summary(directory: Path, learn: Path) -> str:
     """A markdown table: each setting against eager torch."""
     sys.path.insert(0, str(ROOT))
     import numpy as np
-    import plot
+
+    from report.learning import COLLAPSED, collapse_difference, probability_of_improvement
+    from report.markdown import fmt, table, with_interval
+    from report.timing import MIN_BLOCKS
 
     finals = lambda paths: [json.loads(p.read_text())["final_return"] for p in sorted(paths)]
     eager = finals(learn.glob("torch__*.json"))
@@ -56,35 +60,35 @@ def summary(directory: Path, learn: Path) -> str:
     settings["compiled: policy+critic+update (ppo_torch_compile.py)"] = finals(learn.glob("torch_compile__*.json"))
     rows = []
     for name, returns in settings.items():
-        if len(returns) < plot.MIN_BLOCKS:
+        if len(returns) < MIN_BLOCKS:
             continue
-        ((pi, low, high),) = plot.probability_of_improvement({name: returns, "eager": eager}, [(name, "eager")]).values()
-        difference = plot.collapse_difference(returns, eager)
-        below = int(np.sum(np.array(returns) < plot.COLLAPSED))
+        ((pi, low, high),) = probability_of_improvement({name: returns, "eager": eager}, [(name, "eager")]).values()
+        difference = collapse_difference(returns, eager)
+        below = int(np.sum(np.array(returns) < COLLAPSED))
         rows.append(
             [
                 name,
                 len(returns),
-                plot.fmt(np.mean(returns), 4),
+                fmt(np.mean(returns), 4),
                 f"{below}/{len(returns)}",
-                plot.with_interval(pi, low, high, 2),
-                plot.with_interval(*difference, 2),
+                with_interval(pi, low, high, 2),
+                with_interval(*difference, 2),
             ]
         )
-    n_below = int(np.sum(np.array(eager) < plot.COLLAPSED))
+    n_below = int(np.sum(np.array(eager) < COLLAPSED))
     header = (
         f"Eager torch (ppo_torch.py): {len(eager)} seeds, mean {np.mean(eager):.1f}, {n_below}/{len(eager)} below "
-        f"{plot.COLLAPSED}. Each row: the runs with those parts compiled, against eager torch; 95% intervals: rliable's "
+        f"{COLLAPSED}. Each row: the runs with those parts compiled, against eager torch; 95% intervals: rliable's "
         "bootstrap for the probability, Newcombe's score interval for the share.\n\n"
     )
-    return header + plot.table(
+    return header + table(
         [
             "setting",
             "seeds",
             "mean final_return",
-            f"below {plot.COLLAPSED}",
+            f"below {COLLAPSED}",
             "P(setting > eager)",
-            f"share below {plot.COLLAPSED}: setting - eager",
+            f"share below {COLLAPSED}: setting - eager",
         ],
         rows,
     )
@@ -102,6 +106,7 @@ def main(argv=None) -> int:
     parser.add_argument("--parts", help=f"comma-separated, from {', '.join(PARTS)}; or none")
     parser.add_argument("--seeds", default="1-32", help="e.g. 1-32 or 1,5,9")
     parser.add_argument("--out", default="results/torch_compile_parts")
+    parser.add_argument("--iterations", type=int, default=100, help="iterations of the default config")
     args = parser.parse_args(argv)
     if args.summary:
         text = summary(args.summary, args.learn)
@@ -115,6 +120,9 @@ def main(argv=None) -> int:
         seed_list = seeds(args.seeds)
     except ValueError:
         print(f"error: --seeds must look like 1-32 or 1,5,9; got {args.seeds!r}", file=sys.stderr)
+        return 2
+    if args.iterations <= 0:
+        print(f"error: --iterations must be positive; got {args.iterations}", file=sys.stderr)
         return 2
     if not set(parts) <= set(PARTS):
         print(f"error: unknown part in --parts {args.parts!r}; parts: {', '.join(PARTS)}, or none", file=sys.stderr)
@@ -138,7 +146,8 @@ def main(argv=None) -> int:
             continue
         began = time.perf_counter()
         reset_torch_compile()  # each seed compiles afresh, as in a process of its own
-        record = script.train(script.Args(seed=seed, cuda=False, tensorboard=False, quiet=True))
+        steps = args.iterations * script.Args.num_envs * script.Args.num_steps
+        record = script.train(script.Args(seed=seed, cuda=False, tensorboard=False, quiet=True, total_timesteps=steps))
         record["compiled_parts"] = parts
         write_atomic(path, json.dumps(record))
         print(

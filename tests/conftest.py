@@ -21,18 +21,23 @@ ROOT = Path(__file__).resolve().parent.parent
 # Set before anything loads torch; the scripts' processes inherit it.
 os.environ["GOMP_SPINCOUNT"] = "0"
 
-# variant name -> script. Every test parametrized over VARIANTS runs once per script.
-SCRIPTS = {
-    "jax_linen": "ppo_jax_linen.py",
-    "jax_nnx": "ppo_jax_nnx.py",
-    "jax_equinox": "ppo_jax_equinox.py",
-    "linen_nojit": "ppo_linen_nojit.py",
-    "torch": "ppo_torch.py",
-    "torch_compile": "ppo_torch_compile.py",
-}
-VARIANTS = [v for v, script in SCRIPTS.items() if (ROOT / script).exists()]
+# The variants are the ppo_*.py scripts, each with what it declares of itself (bench/variants.py). Every test
+# parametrized over VARIANTS runs once per script.
+sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "studies")]  # the tools, and the studies some tests reuse
+from variants import scripts  # noqa: E402
+
+DECLARED = {v.name: v for v in scripts()}
+SCRIPTS = {name: v.script for name, v in DECLARED.items()}
+VARIANTS = list(SCRIPTS)
 # The JAX variants that compile their whole iteration into one program (all but linen_nojit).
-JIT_VARIANTS = [v for v in ("jax_linen", "jax_nnx", "jax_equinox") if v in VARIANTS]
+JIT_VARIANTS = [v for v in VARIANTS if DECLARED[v].framework == "jax" and DECLARED[v].compiles]
+TORCH_VARIANTS = [v for v in VARIANTS if DECLARED[v].framework == "torch"]
+
+
+def framework(variant: str) -> str:
+    """ "jax" or "torch": the framework the variant's script trains with."""
+    return DECLARED[variant].framework
+
 
 # A short config that still exercises every part of an iteration (3 iterations of 8x32), as Args fields
 # (SHORT_ARGS, for train() in this process) and as flags (SHORT, for a script's CLI). Every test runs
@@ -130,7 +135,7 @@ def torch_as_in_a_new_process():
 
 def to_native(variant: str, x):
     """A NumPy array as the variant's framework array (on the CPU)."""
-    if variant.startswith("torch"):
+    if framework(variant) == "torch":
         import torch
 
         return torch.as_tensor(x)
@@ -147,7 +152,7 @@ def to_numpy(x):
 
 def loss_and_output_grads(variant: str, module, logits, value, mb, args):
     """ppo_loss and the gradient of its total with respect to the network outputs."""
-    if variant.startswith("torch"):
+    if framework(variant) == "torch":
         logits, value = logits.clone().requires_grad_(), value.clone().requires_grad_()
         loss, info = module.ppo_loss(logits, value, mb, args)
         loss.backward()
@@ -206,9 +211,8 @@ def learned():
     return lambda variant: _runs["learned", variant].result()
 
 
-sys.path.insert(0, str(ROOT / "bench"))
 from load_script import reset_torch_compile  # noqa: E402
-from sync_traps import HostSync, trapped_host_reads  # noqa: E402  (the traps gpu-check uses too)
+from sync_traps import HostSync, trapped_host_reads  # noqa: E402, F401  (the traps gpu-check uses; HostSync for the tests)
 
 
 @pytest.fixture

@@ -140,7 +140,7 @@ def test_an_interpreter_without_the_packages_is_refused_before_anything_runs(tmp
     proc = sweep("--preset", "learn", "--variants", "jax_linen,torch", "--out", str(out), env={"PYTHON": str(bare)})
     assert proc.returncode == 2 and proc.stdout == "", proc.stdout
     (line,) = proc.stderr.splitlines()
-    assert "cannot import: flax gymnax jax optax tensorboard torch tyro" in line
+    assert "cannot import: flax gymnax jax numpy optax tensorboard torch tyro" in line  # what the two scripts import
     assert not out.exists()
 
 
@@ -265,7 +265,7 @@ def test_gpu_check_runs_every_variant_with_every_check_and_prints_one_table():
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     rows = [line.split("|")[1:-1] for line in proc.stdout.splitlines() if line.startswith("| ") and "variant" not in line]
     assert {r[0].strip() for r in rows} == set(VARIANTS)
-    for variant, devices, compiles, syncs, result in rows:
+    for variant, _devices, compiles, syncs, result in rows:
         assert compiles.strip() == "0" and syncs.strip() == "0" and result.strip() == "ok", variant
     assert f"gpu-check: {len(VARIANTS)} of {len(VARIANTS)} variants pass" in proc.stdout
 
@@ -278,7 +278,7 @@ def test_gpu_check_fails_on_a_host_sync():
             "-c",
             f"""
 import sys; sys.path.insert(0, {str(ROOT / "bench")!r}); import gpu_check
-module = gpu_check.load(gpu_check.SCRIPTS["torch"], "benchback_torch")
+module = gpu_check.load(gpu_check.VARIANTS["torch"].script, "benchback_torch")
 gae = module.compute_gae
 module.compute_gae = lambda r, *a: (r.sum().item(), gae(r, *a))[1]
 gpu_check.load = lambda script, name: module

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from conftest import JIT_VARIANTS, QUIET, ROOT, load, read_json, run_script, tensorboard_events
+from conftest import JIT_VARIANTS, QUIET, ROOT, framework, load, read_json, run_script, tensorboard_events
 
 SCHEMA_KEYS = {
     "schema_version",
@@ -105,9 +105,9 @@ def check_record(
     assert record["cpu"]["cores"] == sum(cpus_in(part) for part in allowed.split(","))
     # Peak RSS in MiB: a process that imported jax holds more than 100 MiB, and less than this machine has.
     assert 100 < record["peak_host_memory_mb"] < os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**20
-    assert record["devices"] == ({"torch": "cpu", "jax": "cpu:0"} if variant.startswith("torch") else {"jax": "cpu:0"})
+    assert record["devices"] == ({"torch": "cpu", "jax": "cpu:0"} if framework(variant) == "torch" else {"jax": "cpu:0"})
     expected_versions = {"python", "jax", "jaxlib", "flax", "optax", "gymnax", "numpy"}
-    assert expected_versions | ({"torch"} if variant.startswith("torch") else set()) <= set(record["versions"])
+    assert expected_versions | ({"torch"} if framework(variant) == "torch" else set()) <= set(record["versions"])
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     assert record["git_commit"] == (head.stdout.strip() if head.returncode == 0 else None)
     assert record["matmul_precision"] == "highest"

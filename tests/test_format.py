@@ -1,13 +1,14 @@
-"""The code is formatted by the project's formatter (ruff format, configured in ruff.toml)."""
+"""The code is formatted and linted by the project's tools (ruff format and ruff check, configured in ruff.toml)."""
 
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
 
 
-def test_every_python_file_is_formatted():
-    proc = subprocess.run(
-        [sys.executable, "-m", "ruff", "format", "--check", "--diff", "."], cwd=ROOT, capture_output=True, text=True
-    )
-    assert proc.returncode == 0, f"run `ruff format` in {ROOT}:\n{proc.stdout[-4000:]}{proc.stderr[-2000:]}"
+@pytest.mark.parametrize("command", [["format", "--check", "--diff"], ["check"]])
+def test_every_python_file_passes_ruff(command):
+    proc = subprocess.run([sys.executable, "-m", "ruff", *command, "."], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, f"run `ruff {command[0]}` in {ROOT}:\n{proc.stdout[-4000:]}{proc.stderr[-2000:]}"

@@ -1,16 +1,24 @@
-"""The six copies of the benchmark harness (everything below `# ---- benchmark harness`) measure alike: every
-function and class they share has the same source in all six, but for those that must speak to a framework
-(its devices and GPU description), which are the same within a framework's scripts."""
+"""The six copies of the benchmark harness (everything below `# ---- benchmark harness`) measure alike. Among the
+scripts of one framework the harness is the same text, line for line, but for the lines a script marks "# own"
+(the libraries its record names, torch.compile's compile counter); between frameworks, every function they share
+is the same but for those that must speak to the framework (its devices and GPU description)."""
 
 import ast
+import difflib
 
 import pytest
 
-from conftest import ROOT, SCRIPTS
+from conftest import ROOT, SCRIPTS, framework
 
 # What a harness may write differently for torch and for JAX: how it finds its devices, how it describes a
 # GPU, and how the iteration's metrics come back to the host.
 FRAMEWORK_SPECIFIC = {"check_args", "gpu_info", "Log"}
+OWN = "# own"
+
+
+def harness_text(variant: str) -> str:
+    text = (ROOT / SCRIPTS[variant]).read_text()
+    return text[text.index("-- benchmark harness\n") :]
 
 
 def harness(variant: str) -> dict:
@@ -25,8 +33,18 @@ def harness(variant: str) -> dict:
     }
 
 
-def framework(variant: str) -> str:
-    return "torch" if variant.startswith("torch") else "jax"
+def differences(texts: dict) -> list:
+    """For each framework, the lines in which a script's harness (`texts`: variant -> harness text) differs from
+    the first script's, lines marked "# own" left out: a unified diff per differing script."""
+    found = []
+    for group in ({v for v in texts if framework(v) == f} for f in ("jax", "torch")):
+        kept = {v: [line for line in texts[v].splitlines() if OWN not in line] for v in sorted(group)}
+        first = next(iter(kept), None)
+        for variant, lines in kept.items():
+            diff = list(difflib.unified_diff(kept[first], lines, SCRIPTS[first], SCRIPTS[variant], lineterm="", n=0))
+            if diff:
+                found.append("\n".join(diff[:12]))
+    return found
 
 
 def test_every_script_has_a_harness_below_its_line():
@@ -34,6 +52,22 @@ def test_every_script_has_a_harness_below_its_line():
         assert {"UsageError", "check_args", "check_writable", "cpu_info", "Log", "main", "write_json_atomic"} <= set(
             harness(variant)
         )
+
+
+def test_the_harness_is_the_same_text_in_every_script_of_a_framework():
+    found = differences({v: harness_text(v) for v in SCRIPTS})
+    assert not found, "\n\n".join(found)
+
+
+def test_a_one_line_edit_to_any_copy_is_found():
+    """The check above cannot pass by mistake: one changed line in one script's harness, anywhere, is reported."""
+    texts = {v: harness_text(v) for v in SCRIPTS}
+    for variant, text in texts.items():
+        lines = text.splitlines()
+        candidates = [i for i, line in enumerate(lines) if line.strip() and OWN not in line]
+        for i in candidates[:: max(1, len(candidates) // 25)]:  # about 25 places in each script
+            edited = lines[:i] + [lines[i].replace("e", "E", 1) + "  # edited"] + lines[i + 1 :]
+            assert differences({**texts, variant: "\n".join(edited)}), f"an edit of line {i} of {variant}'s harness passed"
 
 
 @pytest.mark.parametrize("name", sorted(set.union(*(set(harness(v)) for v in SCRIPTS))))

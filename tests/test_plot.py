@@ -1,15 +1,21 @@
-"""plot.py on synthetic run records whose ratios are known: the tables must give those ratios back."""
+"""plot.py on synthetic run records whose ratios are known: the tables must give those ratios back; and its
+statistics (report/) alone."""
 
 import importlib.util
 import itertools
 import json
 import math
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from conftest import ROOT
+
+sys.path.insert(0, str(ROOT))  # report/: `python plot.py` finds it beside plot.py, a test loading plot.py by path here
+from report import learning, records, timing  # noqa: E402
 
 spec = importlib.util.spec_from_file_location("benchback_plot", ROOT / "plot.py")
 plot = importlib.util.module_from_spec(spec)
@@ -119,7 +125,7 @@ def sweep_dir(tmp_path):
                 f"scaling/{variant}__CartPole-v1__s__n{num_envs:04d}__seed1.json",
                 record("scaling", variant, "CartPole-v1", "s", 1, total=1, iteration=num_envs / 320, num_envs=num_envs),
             )
-    for variant in plot.SPEEDUP_VARIANTS:
+    for variant in records.SPEEDUP_VARIANTS:
         for seed in (1, 2, 3):
             final = 400.0 if (variant, seed) == ("torch", 2) else 480.0 + seed
             write(
@@ -186,6 +192,7 @@ def test_plot_reproduces_known_ratios_and_writes_every_png(sweep_dir, tmp_path, 
     assert "torch__Freeway-MinAtar__l__seed1.json: failure record" in warnings
     assert "torch__Freeway-MinAtar__m__seed1.json: does not parse" in warnings
     summary = (out / "summary.md").read_text()
+    assert set(re.findall(r"^!\[(.+)\]\(\1\)$", summary, flags=re.M)) == PNGS  # each figure linked, once drawn
     assert "Device: cpu, 2 CPU cores" in summary and "skipped: overall/torch__Freeway-MinAtar__l__seed1.json: oom" in summary
     assert "skipped: overall/torch__Freeway-MinAtar__m__seed1.json: does not parse" in summary
     t = tables(summary)
@@ -302,7 +309,7 @@ def test_a_known_ratio_is_found_with_the_verdict_its_interval_allows(tmp_path, t
     ]
     assert steady["n_blocks"] == blocks and steady["verdict"] == verdict
     assert steady["ratio"] == pytest.approx(true_ratio * np.exp(np.mean(np.log(NOISE[:blocks]))), rel=1e-6)
-    if blocks >= plot.MIN_BLOCKS:
+    if blocks >= timing.MIN_BLOCKS:
         assert steady["ci_low"] < true_ratio < steady["ci_high"] and steady["ci_high"] / steady["ci_low"] < 1.3
     else:
         assert steady["ci_low"] is None and steady["ci_high"] is None
@@ -320,12 +327,12 @@ def test_a_known_ratio_is_found_with_the_verdict_its_interval_allows(tmp_path, t
 )
 def test_the_collapse_share_interval_is_newcombes(a, b, expected):
     runs = lambda collapsed, n: [300.0] * collapsed + [500.0] * (n - collapsed)
-    assert plot.collapse_difference(runs(*a), runs(*b)) == pytest.approx(expected, abs=1e-4)
+    assert learning.collapse_difference(runs(*a), runs(*b)) == pytest.approx(expected, abs=1e-4)
 
 
 def test_the_same_runs_give_the_same_learning_intervals():
     finals = {"jax_linen": [500.0, 480, 470, 490, 499, 455], "torch": [500.0, 300, 495, 488, 470, 420]}
-    first, again = (plot.learning_statistics(finals) for _ in range(2))
+    first, again = (learning.learning_statistics(finals) for _ in range(2))
     assert first == again
 
 
@@ -443,14 +450,14 @@ def learn_record(variant, seed, returns, setup=1.0, first=2.0, later=0.5, env="C
 def test_time_to_threshold_counts_from_the_start_of_train_and_leaves_out_runs_that_never_reach_it():
     returns = [100.0, 200.0, None, 300.0, 480.0, 500.0]  # 475 first reached by iteration 4 (0-based)
     reached = learn_record("torch", 1, returns)
-    assert plot.time_to_threshold(reached, 475) == (1.0 + 2.0 + 4 * 0.5, 4 * 0.5)
-    assert plot.time_to_threshold(reached, 500) == (1.0 + 2.0 + 5 * 0.5, 5 * 0.5)
-    assert plot.time_to_threshold(reached, 501) == (None, None)
+    assert learning.time_to_threshold(reached, 475) == (1.0 + 2.0 + 4 * 0.5, 4 * 0.5)
+    assert learning.time_to_threshold(reached, 500) == (1.0 + 2.0 + 5 * 0.5, 5 * 0.5)
+    assert learning.time_to_threshold(reached, 501) == (None, None)
     runs = [
-        plot.Run("learn", "torch", "CartPole-v1", "s", s, 32, learn_record("torch", s, returns, setup=s)) for s in (1, 2, 3)
+        records.Run("learn", "torch", "CartPole-v1", "s", s, 32, learn_record("torch", s, returns, setup=s)) for s in (1, 2, 3)
     ]
-    never = learn_record("torch", 4, [100.0] * 6)
-    (row,) = plot.threshold_statistics({"torch": runs + [plot.Run("learn", "torch", "CartPole-v1", "s", 4, 32, never)]}, 475)
+    never = records.Run("learn", "torch", "CartPole-v1", "s", 4, 32, learn_record("torch", 4, [100.0] * 6))
+    (row,) = learning.threshold_statistics({"torch": runs + [never]}, 475)
     assert (row["runs"], row["reached"], row["share_reached"]) == (4, 3, 0.75)
     assert row["share_reached_ci"][0] < 0.75 < row["share_reached_ci"][1]
     assert row["seconds"] == pytest.approx(2 + 2.0 + 2.0)  # setups 1, 2, 3: the IQM of 5, 6, 7 is 6
@@ -515,3 +522,20 @@ def test_an_incomplete_or_foreign_json_is_skipped_with_a_warning_naming_the_file
     assert "no-num-envs.json: incomplete: no 'args.num_envs'" in err
     summary = (d / "summary.md").read_text()
     assert "6 runs from" in summary and "4 files skipped" in summary
+
+
+def test_the_statistics_import_and_compute_without_matplotlib():
+    """The statistics and the report are functions over the runs: with matplotlib out of reach they import and give
+    their numbers; only the figures need it."""
+    code = (
+        "import sys\n"
+        "sys.modules['matplotlib'] = None\n"  # any import of it fails
+        "from report import learning, markdown, summary, timing\n"
+        "print(learning.collapse_difference([300.0, 500.0, 500.0], [500.0] * 3)[0])\n"
+        "print(timing.ratio_verdict(1.1, 1.3, timing.MIN_BLOCKS))\n"
+        "finals = {'jax_linen': [500.0, 480, 470, 490], 'torch': [500.0, 300, 495, 488]}\n"
+        "print(learning.learning_statistics(finals)[1]['verdict'])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.splitlines() == [str(1 / 3), "A faster", "learns like the reference"]

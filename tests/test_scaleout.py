@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from test_benchmark import BENCHMARK, FAKE_PLAN, expected_fake_names, fake_python, run_files, summary, sweep
 
 ROOT = BENCHMARK.parent

@@ -11,9 +11,7 @@ import numpy as np
 import pytest
 from tensorboard.util import tensor_util
 
-from conftest import QUIET, SHORT_ARGS, VARIANTS, load, make_batch, needs, tensorboard_events
-
-TORCH = [v for v in VARIANTS if v.startswith("torch")]
+from conftest import QUIET, SHORT_ARGS, TORCH_VARIANTS, load, make_batch, needs, tensorboard_events
 
 
 @needs("torch_compile")
@@ -67,9 +65,8 @@ def test_no_host_reads_in_the_loop_and_lr_annealed_per_iteration(tmp_path, monke
     monkeypatch.chdir(tmp_path)
     module = load("torch")
     import jax
-    from torch.utils._python_dispatch import TorchDispatchMode
-
     import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
 
     host_reads = []  # where each read happened: the innermost frame of the script or of torch.optim
     watched = (module.__file__, sys.modules[torch.optim.Adam.__module__].__file__)
@@ -102,7 +99,7 @@ def test_no_host_reads_in_the_loop_and_lr_annealed_per_iteration(tmp_path, monke
     np.testing.assert_allclose(rates, [args.learning_rate * (1 - i / 3) for i in range(3)], rtol=1e-6)
 
 
-@pytest.mark.parametrize("variant", TORCH)
+@pytest.mark.parametrize("variant", TORCH_VARIANTS)
 def test_network_init_and_observation_flattening(variant):
     module = load(variant)
     import torch
@@ -124,7 +121,7 @@ def test_network_init_and_observation_flattening(variant):
     torch.testing.assert_close(agent.logits(obs), logits)
 
 
-@pytest.mark.parametrize("variant", TORCH)
+@pytest.mark.parametrize("variant", TORCH_VARIANTS)
 def test_policy_step_samples_from_the_softmax_of_the_logits(variant):
     """As each script runs it: torch_compile's policy step compiled, with inductor's own random numbers."""
     module = load(variant)

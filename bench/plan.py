@@ -1,0 +1,417 @@
+"""The sweep's plan, for benchmark.sh: its arguments checked, the presets as data, and the runs in order.
+
+benchmark.sh runs the plan (one runner for the serial sweep and --jobs, --task), handles signals and prints
+--help; everything else about a sweep is decided here, once, so that --list, --task, --jobs, --slurm, --dry-run
+and the serial sweep share one plan and number its runs the same.
+
+    python bench/plan.py plan ARGS...                  # benchmark.sh's ARGS checked, the plan as bash assignments
+    python bench/plan.py slurm BENCHMARK PYTHON ARGS...  # OUT/slurm/benchback.sbatch, submitted with sbatch if it can be
+    python bench/plan.py status FILE...                # ok | failed | corrupt | missing: each record's
+    python bench/plan.py failure FILE REASON CODE SECONDS LIMIT STDERR_FILE COMMAND...   # a run's failure record
+    python bench/plan.py check-envs ENV...             # why an --envs id cannot be run, or nothing
+    python bench/plan.py other-cpu OUT                 # a CPU record in OUT from another CPU model, or nothing
+
+A refused argument is one line on stderr, "benchmark.sh: ...", and exit code 2.
+"""
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from presets import EXPERIMENTS, FULL, HIDDEN, PRESETS, TIMED, AllBut  # noqa: E402
+from run_records import bad_env, other_cpu, record_status, write_failure  # noqa: E402
+from variants import ROOT, VariantError, discover, modules, scripts  # noqa: E402
+
+
+class Refused(Exception):
+    """An argument benchmark.sh refuses: one line, exit 2."""
+
+
+VALUE_OPTIONS = ["--preset", "--out", "--variants", "--envs", "--sizes", "--repeats", "--experiments", "--timeout"]
+MODE_OPTIONS = ["--task", "--jobs", "--devices"]  # whose value may be neither empty nor an option
+
+
+def parse(argv: list) -> SimpleNamespace:
+    """benchmark.sh's arguments (--help is its own), unchecked; `forward`: those that choose the plan, for --slurm's
+    tasks (not --out, which they are given absolute)."""
+    given = {**dict.fromkeys((option[2:] for option in VALUE_OPTIONS + MODE_OPTIONS), ""), "preset": "full"}
+    a = SimpleNamespace(**given, list=False, slurm=False, dry_run=False, retry_failed=False, forward=[])
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        if arg in VALUE_OPTIONS + MODE_OPTIONS:
+            if not args or arg in MODE_OPTIONS and (not args[0] or args[0].startswith("--")):
+                raise Refused(f"{arg} needs a value")
+            setattr(a, arg[2:], args.pop(0))
+            if arg in VALUE_OPTIONS and arg != "--out":
+                a.forward += [arg, getattr(a, arg[2:])]
+        elif arg in ("--list", "--slurm", "--dry-run", "--retry-failed"):
+            setattr(a, arg[2:].replace("-", "_"), True)
+            if arg == "--retry-failed":
+                a.forward.append(arg)
+        else:
+            raise Refused(f"unknown argument '{arg}' (see --help)")
+    return a
+
+
+def fields(text: str) -> list:
+    """The comma-separated `text` as a list, as bash's `IFS=, read -a` splits it (a trailing comma ends it)."""
+    items = text.split(",")
+    return items[:-1] if items[-1] == "" else items
+
+
+def split_checked(text: str, valid=None) -> list:
+    """`fields(text)`, each one of `valid` (if given)."""
+    items = fields(text)
+    if not items:
+        raise Refused("empty list")
+    for item in items:
+        if valid is not None and item not in valid:
+            raise Refused(f"unknown value '{item}'; valid: {' '.join(valid)}")
+    return items
+
+
+def positive(text: str, message: str) -> int:
+    if not (text.isascii() and text.isdigit() and text[0] != "0"):
+        raise Refused(f"{message}; got '{text}'")
+    return int(text)
+
+
+def settings(a, names: list) -> dict:
+    """The preset's settings with the options applied: a list given replaces the preset's and its restrictions of
+    that kind, in every experiment that uses it. `names`: the variant scripts."""
+    p = {**FULL, "variants": names, **PRESETS[a.preset]}
+    p["restrict"] = {
+        key: [v for v in names if v not in only] if isinstance(only, AllBut) else only for key, only in p["restrict"].items()
+    }
+    unrestricted = set()
+    if a.variants:
+        p["variants"] = split_checked(a.variants, names)
+        unrestricted.add("variants")
+    if a.envs:
+        p["envs"] = p["learn_envs"] = split_checked(a.envs)
+        unrestricted.add("envs")
+    if a.sizes:
+        p["sizes"] = split_checked(a.sizes, list(HIDDEN))
+        unrestricted.add("sizes")
+    p["restrict"] = {key: only for key, only in p["restrict"].items() if key.split(":")[1] not in unrestricted}
+    if a.experiments:
+        p["experiments"] = split_checked(a.experiments, EXPERIMENTS)
+    if a.repeats:
+        p["repeats"] = positive(a.repeats, "--repeats must be a positive integer")
+    if a.timeout:
+        p["timeout"] = positive(a.timeout, "--timeout must be a positive integer (seconds)")
+    return p
+
+
+def devices_and_jobs(a, gpu_check: bool) -> tuple:
+    """--list, --task, --jobs/--devices, --slurm and --dry-run checked, each valid and alone: the GPUs to run on
+    (none: the CPU, or whatever each run finds) and the runs at once (None: not given)."""
+    if a.list + a.dry_run + a.slurm + bool(a.task) > 1:
+        raise Refused("--list, --task, --slurm and --dry-run do not combine; give one")
+    jobs = positive(a.jobs, "--jobs must be a positive integer") if a.jobs else None
+    if (a.jobs or a.devices) and (a.list or a.dry_run) or (a.task and (a.jobs or a.devices)):
+        raise Refused("--jobs and --devices do not combine with --list, --task or --dry-run")
+    if a.slurm and a.devices:
+        raise Refused("--devices does not combine with --slurm (SLURM gives each task its GPU)")
+    if gpu_check and (a.list or a.slurm or a.task or a.jobs or a.devices):
+        raise Refused("the gpu-check preset is a check, not a sweep: it has no runs to list, split or submit")
+    if a.devices:
+        devices = fields(a.devices)
+        if not devices:
+            raise Refused("--devices: empty list")
+        for d in devices:
+            if not re.fullmatch(r"[0-9]+|(GPU|MIG)-[0-9A-Za-z/-]+", d):
+                raise Refused(f"--devices: '{d}' is not a GPU index (0,1,...) or UUID")
+        if len(set(devices)) != len(devices):
+            raise Refused(f"--devices: '{a.devices}' names a device twice")
+        return devices, jobs or len(devices)
+    return (visible_gpus() if jobs and not a.slurm else []), jobs
+
+
+def visible_gpus() -> list:
+    """The GPUs this process may use: CUDA_VISIBLE_DEVICES's, else those nvidia-smi lists, else none."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES"):
+        return fields(os.environ["CUDA_VISIBLE_DEVICES"])
+    if not shutil.which("nvidia-smi"):
+        return []
+    try:
+        listed = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], capture_output=True, text=True)
+    except OSError:
+        return []
+    return [line.replace(" ", "") for line in listed.stdout.splitlines()]
+
+
+def check_jobs(runs: list, jobs: int, devices: list) -> None:
+    """No --jobs that would time runs side by side on one device."""
+    if jobs == 1 or all(run[5] == "learn" for run in runs):
+        return
+    if not devices:
+        raise Refused(
+            f"--jobs {jobs} refused: no GPUs (no --devices, no nvidia-smi), and timing runs side by side on the CPU would"
+            " slow each other; only --experiments learn may run several at once here"
+        )
+    if jobs > len(devices):
+        raise Refused(
+            f"--jobs {jobs} refused: only {len(devices)} devices ({','.join(devices)}), and timing runs never share a device"
+        )
+
+
+def permits(restrict: dict, key: str, dim: str, item: str) -> bool:
+    """Does restrict allow `item` (a variant, env or size) for `key` (an experiment, a size or a variant)?"""
+    only = restrict.get(f"{key}:{dim}")
+    return not only or item in only
+
+
+def make_plan(p: dict, variants: list) -> list:
+    """The runs, in the order they run: (name, script, env, hidden, seed, experiment, size, iterations, flags).
+
+    The seed is the outermost loop: the plan is `repeats` rounds, each a block of every cell of every experiment,
+    so a sweep stopped part way has every cell with fewer seeds rather than some cells with all. The variant is the
+    innermost loop of every experiment: the runs a speedup compares follow each other, so a shared machine's slow
+    spells (tens of percent here) fall on both sides of a ratio. Each seed of a cell is one such block, and the
+    variants' order rotates from block to block, so that no variant always runs first after a pause (or after a
+    run that leaves the machine warm)."""
+    by_name = {v.name: v for v in variants}  # the scripts and their settings (jax_nnx+nocache)
+    compile_off = {v.compile_off_of: v.name for v in variants if v.flags}
+    restrict, iteration, runs = p["restrict"], p["iteration"], []
+
+    def allowed(key, dim, items):
+        return [x for x in items if permits(restrict, key, dim, x)]
+
+    def block(exp, env, size, seed, num_envs, iterations, flags, names):
+        for v in (names[(i + seed - 1) % len(names)] for i in range(len(names))):  # rotated by seed
+            if seed > p["max_seeds"].get(v, p["repeats"]) or not allowed(v, "envs", [env]) or not allowed(v, "sizes", [size]):
+                continue
+            n = iterations if "+" in v else p["iterations_of"].get(v, iterations)  # a setting runs its cell's
+            name, more = f"{exp}/{v}__{env}__{size}", [*flags, *by_name[v].flags]
+            if num_envs is not None:  # None: the script's defaults (learn)
+                if exp == "scaling":
+                    name += f"__n{num_envs:04d}"
+                more += ["--num-envs", num_envs, "--num-steps", iteration["num_steps"]]
+                more += ["--num-minibatches", iteration["num_minibatches"], "--update-epochs", iteration["update_epochs"]]
+                more += ["--total-timesteps", num_envs * iteration["num_steps"] * n]
+            flags_text = " ".join(map(str, more))
+            runs.append((f"{name}__seed{seed}", by_name[v].script, env, HIDDEN[size], seed, exp, size, n or 100, flags_text))
+
+    def grid(exp, seed, flags, names):
+        for env in allowed(exp, "envs", p["envs"]):
+            for size in allowed(exp, "sizes", p["sizes"]):
+                if permits(restrict, size, "envs", env):
+                    iterations = p["iterations_at"].get(size, p["iterations"])
+                    block(exp, env, size, seed, iteration["num_envs"], iterations, flags, allowed(exp, "variants", names))
+
+    names = p["variants"]
+    for seed in range(1, p["repeats"] + 1):
+        for exp in p["experiments"]:
+            if exp in ("overall", "sync"):
+                grid(exp, seed, ["--sync-timing"] if exp == "sync" else [], names)
+            elif exp == "compile":  # the variants with a setting that switches compilation off: both, block by block
+                for v in names:
+                    if v in compile_off:
+                        grid(exp, seed, [], [v, compile_off[v]])
+            elif exp == "scaling":
+                for n in p["scaling_num_envs"]:
+                    block(exp, "CartPole-v1", "s", seed, n, p["scaling_iterations"], [], allowed(exp, "variants", names))
+            else:  # learn: each script's defaults
+                for env in p["learn_envs"]:
+                    block(exp, env, "s", seed, None, None, [], allowed(exp, "variants", names))
+    return runs
+
+
+def bash(name: str, value) -> str:
+    """An assignment bash can eval: a scalar, or an array from a list."""
+    if isinstance(value, list):
+        return f"{name}=({' '.join(shlex.quote(str(x)) for x in value)})"
+    return f"{name}={shlex.quote(str(value))}"
+
+
+def load(argv: list) -> SimpleNamespace:
+    """benchmark.sh's arguments checked (or Refused), and the plan they choose."""
+    a = parse(argv)
+    if a.preset not in PRESETS:
+        raise Refused(f"unknown preset '{a.preset}'; valid: {' '.join(PRESETS)}")
+    try:
+        variants = discover()
+    except VariantError as e:
+        raise Refused(f"cannot list the variants: {e}") from None
+    p = settings(a, [v.name for v in scripts(variants)])
+    devices, jobs = devices_and_jobs(a, p["gpu_check"])
+    runs = [] if p["gpu_check"] else make_plan(p, variants)
+    if a.task and not (a.task.isascii() and a.task.isdigit() and a.task[0] != "0" and int(a.task) <= len(runs)):
+        raise Refused(f"--task must be one of the plan's indices, 1..{len(runs)} (see --list); got '{a.task}'")
+    sweep = not (a.list or a.slurm or a.task or p["gpu_check"])  # the serial sweep, --jobs or --dry-run
+    if sweep:
+        check_jobs(runs, jobs or 1, devices)
+    out = os.path.realpath(a.out or f"benchmark_out/{a.preset}")  # absolute: the runs get it in --json-out
+    return SimpleNamespace(args=a, p=p, variants=variants, runs=runs, devices=devices, jobs=jobs, sweep=sweep, out=out)
+
+
+def estimate(runs: list, at_once: int) -> str:
+    """Those runs' estimated duration, from the costs measured before (bench/run_costs.py)."""
+    try:
+        import run_costs
+
+        lines = [f"{name.split('/')[1].split('__')[0]} {env} {size} {n}" for name, _, env, _, _, _, size, n, _ in runs]
+        return run_costs.estimate(lines, run_costs.COSTS, at_once)
+    except Exception:  # an estimate is never worth stopping the sweep for
+        return "no estimate (bench/run_costs.py failed)"
+
+
+def plan_command(argv: list) -> int:
+    """What benchmark.sh needs, as bash assignments: the options, the plan's settings and RUNS, one tab-separated
+    "NAME SCRIPT ENV HIDDEN SEED EXPERIMENT SIZE ITERATIONS FLAGS" per run in the order they run (no field but
+    FLAGS is ever empty); for a sweep, the runs TODO (indices into RUNS), what it prints first (INTRO) and, with
+    --dry-run or --list, the LISTING."""
+    try:
+        plan = load(argv)
+    except Refused as e:
+        print(f"benchmark.sh: {e}", file=sys.stderr)
+        return 2
+    a, p, runs, out = plan.args, plan.p, plan.runs, plan.out
+    jobs = plan.jobs or 1
+    # What env_cost.py times: the environments of the timed experiments (plot.py's x-axis).
+    cost_envs = {e for exp in TIMED if exp in p["experiments"] for e in p["envs"] if permits(p["restrict"], exp, "envs", e)}
+    script = {v.name: v.script for v in plan.variants}
+    values = {
+        "PRESET": a.preset,
+        "OUT": out,
+        "LIST": int(a.list),
+        "DRY_RUN": int(a.dry_run),
+        "SLURM": int(a.slurm),
+        "TASK": a.task,
+        "RETRY_FAILED": int(a.retry_failed),
+        "JOBS": jobs,
+        "DEVICES": plan.devices,
+        "PARALLEL": int(jobs > 1 or bool(plan.devices)),  # else the serial sweep
+        "GPU_CHECK": int(p["gpu_check"]),
+        "TIMEOUT": p["timeout"],
+        "NUM_ENVS": p["iteration"]["num_envs"],
+        "VARIANTS": p["variants"],
+        "MODULES": sorted({m for v in p["variants"] for m in modules(ROOT / script[v])}),
+        "USER_ENVS": p["envs"] if a.envs else [],  # to check: the presets' own environments are known to be gymnax's
+        "COST_ENVS": sorted(cost_envs),
+        "RUNS": ["\t".join(map(str, run)) for run in runs],
+        "LISTING": "".join(f"{i} {run[0]}\n" for i, run in enumerate(runs, 1)) if a.list else "",
+    }
+    if plan.sweep:
+        status = [record_status(os.path.join(out, f"{run[0]}.json")) for run in runs]
+        done = [s == "ok" or s == "failed" and not a.retry_failed for s in status]
+        todo = [i for i, d in enumerate(done) if not d]
+        where = ""
+        if values["PARALLEL"]:
+            where = f", {jobs} at a time " + (f"on devices {','.join(plan.devices)}" if plan.devices else "on the CPU")
+        n_done = len(runs) - len(todo)
+        values["TODO"], values["SKIPPED"] = todo, n_done
+        values["OLD_FAILED"] = sum(d and s == "failed" for s, d in zip(status, done))
+        values["INTRO"] = (
+            f"benchback sweep: preset {a.preset}, {len(runs)} runs ({n_done} already done), out {out},"
+            f" per-run limit {p['timeout']}s{where}\n  {estimate([runs[i] for i in todo], jobs)}\n"
+        )
+        if a.dry_run:
+            lines = [f"  {exp}: {k} runs" for exp in EXPERIMENTS if (k := sum(run[5] == exp for run in runs))]
+            for i, (run, s, d) in enumerate(zip(runs, status, done), 1):
+                lines.append(f"[{i}/{len(runs)}] {(s.replace('ok', 'done', 1) if d else 'to-run'):<6} {run[0]}  {run[8]}")
+            lines.append(f"plan: {len(runs)} runs, {n_done} already done, {len(todo)} to run")
+            values["LISTING"] = "".join(f"{line}\n" for line in lines)
+    print("\n".join(bash(name, value) for name, value in values.items()))
+    return 0
+
+
+# SLURM's default MaxArraySize (1001) allows indices up to 1000: a longer plan goes in several arrays, each after the
+# one before it (so the limit on runs at once holds), with an offset added to the index.
+MAX_ARRAY = 1000
+
+
+def hms(seconds: int) -> str:
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def slurm_command(benchmark: str, python: str, argv: list) -> int:
+    """OUT/slurm/benchback.sbatch from benchmark.sbatch.template, then sbatch it (or say how)."""
+    try:
+        plan = load(argv)
+        total, limit, out = len(plan.runs), plan.jobs or 8, plan.out
+        if not total:
+            raise Refused("the plan has no runs; nothing to submit")
+        template = ROOT / "benchmark.sbatch.template"
+        try:
+            text = template.read_text().rstrip("\n")
+        except OSError:
+            raise Refused(f"cannot read the SLURM template {template}") from None
+    except Refused as e:
+        print(f"benchmark.sh: {e}", file=sys.stderr)
+        return 2
+    time_limit = hms(plan.p["timeout"] + 30 + 300)  # the run's limit, timeout's 30 s grace, 5 minutes to start and record
+    for field, value in [
+        ("ARRAY", f"1-{min(total, MAX_ARRAY)}%{limit}"),
+        ("TIME", time_limit),
+        ("LOGS", f"{out}/slurm/logs"),
+        ("PYTHON", shlex.quote(python)),
+        ("BENCHMARK", shlex.quote(benchmark)),
+        ("ARGS", shlex.join([*plan.args.forward, "--out", out])),
+        ("RUNS", str(total)),
+        ("PRESET", plan.args.preset),
+    ]:
+        text = text.replace(f"@{field}@", value)
+    script = Path(out) / "slurm" / "benchback.sbatch"
+    (script.parent / "logs").mkdir(parents=True, exist_ok=True)
+    script.write_text(text + "\n")
+    print(f"wrote {script}: {total} runs as a SLURM array, at most {limit} at once, each on one GPU for at most {time_limit}")
+
+    quoted = shlex.quote(str(script))
+    commands = [f"sbatch {quoted}"]
+    if total > MAX_ARRAY:
+        commands = [
+            "sbatch --parsable"
+            + (" --dependency=afterany:$jid" if offset else "")
+            + f" --array=1-{min(total - offset, MAX_ARRAY)}%{limit} --export=ALL,BENCHBACK_TASK_OFFSET={offset} {quoted}"
+            for offset in range(0, total, MAX_ARRAY)
+        ]
+    if not shutil.which("sbatch"):
+        print("sbatch is not on the PATH: on the cluster's login node, in this directory, run:")
+        print(f"  {commands[0]}" if len(commands) == 1 else "\n".join(f"  jid=$({c}); jid=${{jid%%;*}}" for c in commands))
+        return 0
+    jid = ""
+    for command in commands:
+        submit = command.replace("$jid", jid)
+        print(submit, flush=True)
+        submitted = subprocess.run(submit, shell=True, stdout=subprocess.PIPE, text=True)
+        answer = submitted.stdout.rstrip("\n")
+        if submitted.returncode:
+            print(f"benchmark.sh: sbatch failed: {answer}", file=sys.stderr)
+            return 2
+        print(answer, flush=True)
+        jid = answer.split(";")[0]
+    return 0
+
+
+def main(argv=None) -> int:
+    command, *rest = sys.argv[1:] if argv is None else argv
+    if command == "plan":
+        return plan_command(rest)
+    if command == "slurm":
+        return slurm_command(rest[0], rest[1], rest[2:])
+    if command == "status":
+        for path in rest:
+            print(record_status(path))
+    elif command == "failure":
+        write_failure(*rest)
+    elif command == "check-envs":
+        print(bad_env(rest))
+    elif command == "other-cpu":
+        print(other_cpu(rest[0]) if os.path.isdir(rest[0]) else "")
+    else:
+        print(f"bench/plan.py: unknown command {command!r} (see its docstring)", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""The sweep's presets, as data: the environments, sizes, seeds, experiments and iterations each runs, and where it
+narrows the grid to save time. bench/plan.py applies the command line's options to one and makes its plan."""
+
+# The model sizes: the hidden layers of actor and critic (run_costs.py and plot.py name a record's size from here).
+SIZES = {"s": (64, 64), "m": (256,) * 3, "l": (1024,) * 6}
+HIDDEN = {size: ",".join(map(str, layers)) for size, layers in SIZES.items()}  # as --hidden takes them
+STUDY_ENVS = [
+    "CartPole-v1",
+    "Acrobot-v1",
+    "MountainCar-v0",
+    "DiscountingChain-bsuite",
+    "MemoryChain-bsuite",
+    "UmbrellaChain-bsuite",
+    "BernoulliBandit-misc",
+    "GaussianBandit-misc",
+    "Asterix-MinAtar",
+    "Breakout-MinAtar",
+    "Freeway-MinAtar",
+    "SpaceInvaders-MinAtar",
+]
+EXPERIMENTS = ["overall", "sync", "compile", "scaling", "learn"]
+TIMED = ["overall", "sync", "compile"]  # the experiments whose x-axis is env_cost.py's
+
+
+class AllBut(tuple):
+    """A restriction to every variant but these: the variants are the scripts found, not a list kept here."""
+
+
+# The full sweep's settings, which every preset starts from. Every preset keeps the original study's iteration
+# (32 envs x 256 steps, 8 minibatches, 10 epochs) unless it says otherwise, so per-iteration times stay comparable;
+# presets differ in how many iterations, environments, sizes and repeats they can afford.
+# restrict["KEY:DIM"] narrows the variants, envs or sizes (DIM) of one experiment, one size or one variant (KEY)
+# where the whole grid would cost too much: "sync:envs", "m:envs", "linen_nojit:sizes". max_seeds[VARIANT] caps
+# that variant's repeats, iterations_of[VARIANT] its iterations (for a variant too slow to run as often or as long
+# as the others); iterations_at[SIZE]: a size's iterations.
+FULL = {
+    "envs": STUDY_ENVS,
+    "sizes": ["s", "m", "l"],
+    "repeats": 3,
+    "experiments": ["overall", "sync", "compile", "scaling"],
+    "iteration": {"num_envs": 32, "num_steps": 256, "num_minibatches": 8, "update_epochs": 10},
+    "iterations": 100,
+    "iterations_at": {},
+    "iterations_of": {},
+    "max_seeds": {},
+    "restrict": {},
+    "scaling_num_envs": [32, 64, 128, 256, 512, 1024, 2048, 4096],
+    "scaling_iterations": 20,  # throughput needs few iterations
+    "learn_envs": ["CartPole-v1"],
+    "timeout": 7200,
+    "gpu_check": False,
+}
+BOTH = ["CartPole-v1", "Breakout-MinAtar"]  # the cpu preset's cells beyond size s: a cheap env and a dear one
+PRESETS = {
+    # A smoke test of the sweep and of every figure: a tiny iteration, so process start-up and compilation
+    # dominate; the timings mean nothing. Under 3 minutes on 2 cores (2:25 and 2:48 here): sync and scaling run
+    # torch only (it starts fastest), and compile adds no run, since its on/off pairs also come from overall's runs.
+    "quick": {
+        "envs": ["CartPole-v1"],
+        "sizes": ["s"],
+        "repeats": 1,
+        "experiments": ["overall", "sync", "scaling"],
+        "iteration": {"num_envs": 8, "num_steps": 32, "num_minibatches": 4, "update_epochs": 2},
+        "iterations": 3,
+        "restrict": {"sync:variants": ["torch"], "scaling:variants": ["torch"]},
+        "scaling_num_envs": [8, 32],
+        "scaling_iterations": 2,
+        "timeout": 300,
+    },
+    # The study's two questions on 2 CPU cores, 3 seeds (blocks) per cell. Environment cost: all 12 environments at
+    # size s. Model size: s, m and l on CartPole-v1, s and m on Breakout-MinAtar (a dearer env with 100 inputs
+    # instead of 4). 21 iterations give a steady time over 20 (the machine's slow spells last seconds to minutes: 10
+    # were too few); an l iteration is long and compute-bound, so l runs 3 (a steady time over 2). Rollout vs update
+    # (sync) and NNX with and without cached_partial (compile) on CartPole-v1 and Breakout-MinAtar at s. linen_nojit
+    # (eager, about 40 s an iteration) runs in overall only: one seed of 3 iterations at s on CartPole-v1 and
+    # Breakout-MinAtar. No scaling: its large num-envs cost more than the rest together here.
+    "cpu": {
+        "repeats": 3,
+        "experiments": ["overall", "sync", "compile"],
+        "iterations": 21,
+        "iterations_at": {"l": 3},
+        "iterations_of": {"linen_nojit": 3},
+        "max_seeds": {"linen_nojit": 1},
+        "restrict": {
+            "m:envs": BOTH,
+            "l:envs": ["CartPole-v1"],
+            "sync:envs": BOTH,
+            "sync:sizes": ["s"],
+            "compile:envs": BOTH,
+            "compile:sizes": ["s"],
+            "linen_nojit:sizes": ["s"],
+            "linen_nojit:envs": BOTH,
+            "sync:variants": AllBut(["linen_nojit"]),
+        },
+        "scaling_num_envs": [32, 256, 2048],  # for --experiments scaling
+        "scaling_iterations": 3,
+        "timeout": 1200,
+    },
+    "full": {},  # the original study's GPU sweep
+    # Each script's default config (819200 steps) on CartPole-v1 and Acrobot-v1, seeds 1-10: enough for rliable's
+    # interval estimates (plot.py). On 2 CPU cores a run takes about 20 s (JAX) or 50-75 s (torch, torch_compile),
+    # but about 37 minutes for linen_nojit, which runs seeds 1-3 on CartPole-v1.
+    "learn": {
+        "experiments": ["learn"],
+        "repeats": 10,
+        "timeout": 3600,
+        "learn_envs": ["CartPole-v1", "Acrobot-v1"],
+        "max_seeds": {"linen_nojit": 3},
+        "restrict": {"linen_nojit:envs": ["CartPole-v1"]},
+    },
+    # Not a sweep: bench/gpu_check.py runs every variant for 3 short iterations on CartPole-v1 with every check on
+    # (device per framework, compilations after iteration 0, host syncs trapped) and prints one table; it fails if
+    # any check does. About a minute on 2 CPU cores, where it runs the CPU's checks.
+    "gpu-check": {"gpu_check": True},
+}

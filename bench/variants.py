@@ -1,0 +1,152 @@
+"""The list of variants: every `ppo_*.py` beside benchmark.sh, and what each says of itself in its TOOLING line.
+
+A script's TOOLING dict is read from its source (ast.literal_eval), not by importing it, so that benchmark.sh,
+plot.py and the tests learn the variants without loading jax or torch. Adding a variant is adding its script;
+nothing here names one.
+
+    python bench/variants.py      # the variants, one a line: name, framework, compiler, script
+"""
+
+import ast
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Optional
+
+ROOT = Path(__file__).resolve().parent.parent
+# For a variant whose colour another variant already has (a script copied to start a new one): the tab10
+# colours no script declares, in order.
+SPARE_COLORS = ["tab:gray", "tab:olive", "tab:cyan"]
+FIELDS = {"framework", "compiles", "order", "color", "compile_off_of", "compile_off"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    name: str  # the script's name without ppo_ and .py, or SCRIPT+TAG for a setting of a script
+    script: str  # the file, relative to the repository
+    framework: str  # "jax" or "torch": the harness copy it shares, the devices it finds
+    compiles: Optional[str]  # what compiles its iteration (jax.jit, torch.compile, ...); None: it runs eagerly
+    order: int  # its place in tables and figures (ties: by name)
+    color: str  # its colour in every figure
+    compile_off_of: Optional[str] = None  # the variant it is with compilation switched off, in the compile experiment
+    flags: tuple = ()  # what a setting adds to its script's command line
+
+
+class VariantError(ValueError):
+    pass
+
+
+def tooling(path: Path) -> dict:
+    """The script's module-level `TOOLING = {...}`, checked."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["TOOLING"]:
+            try:
+                fields = ast.literal_eval(node.value)
+            except ValueError:
+                raise VariantError(f"{path.name}: TOOLING must be a dict of literals") from None
+            if not isinstance(fields, dict) or set(fields) - FIELDS:
+                raise VariantError(f"{path.name}: TOOLING must be a dict with keys from {sorted(FIELDS)}")
+            if (
+                fields.get("framework") not in ("jax", "torch")
+                or not isinstance(fields.get("order"), int)
+                or "color" not in fields
+            ):
+                raise VariantError(f"{path.name}: TOOLING needs a framework ('jax' or 'torch'), an int order and a color")
+            return fields
+    raise VariantError(f"{path.name}: no TOOLING = {{...}} line; every ppo_*.py declares one (see ppo_jax_linen.py)")
+
+
+def discover(root: Path = ROOT) -> list:
+    """The variant scripts, in their declared order, each followed by its compile-off setting if it has one."""
+    found = []
+    for path in sorted(root.glob("ppo_*.py")):
+        fields = tooling(path)
+        name = path.stem.removeprefix("ppo_")
+        off = fields.pop("compile_off", None)
+        script = Variant(name=name, script=path.name, compiles=fields.pop("compiles", None), **fields)
+        found.append((script.order, name, script))
+        if off:  # a setting of this script, run beside it in the compile experiment: e.g. NNX without cached_partial
+            setting = dataclasses.replace(
+                script, name=f"{name}+{off['tag']}", color=off["color"], compile_off_of=name, flags=tuple(off["flags"].split())
+            )
+            found.append((script.order, f"{name}+{off['tag']}", setting))
+    variants, colors = [], set()
+    for _, _, v in sorted(found, key=lambda x: (x[0], x[2].flags != (), x[1])):
+        if v.color in colors:  # a copied script keeps its original's colour: give it one of its own
+            v = dataclasses.replace(v, color=next(c for c in SPARE_COLORS + [f"C{i}" for i in range(10)] if c not in colors))
+        colors.add(v.color)
+        variants.append(v)
+    return variants
+
+
+def scripts(variants=None) -> list:
+    """The variants that are scripts of their own (no settings)."""
+    return [v for v in (discover() if variants is None else variants) if not v.flags]
+
+
+def compile_pairs(variants=None) -> list:
+    """(compiled, the same with compilation off), ordered by the compiled one: the compile experiment's pairs."""
+    variants = discover() if variants is None else variants
+    order = {v.name: v.order for v in variants}
+    pairs = [(v.compile_off_of, v.name) for v in variants if v.compile_off_of in order]
+    return sorted(pairs, key=lambda pair: (order[pair[0]], pair[0]))
+
+
+def setting_name(variant: str, args: dict, variants=None) -> str:
+    """The name a run is reported under: its script's, or the script's setting whose flags its `args` show
+    (a record of ppo_jax_nnx.py with cached_partial false: jax_nnx+nocache)."""
+    for v in discover() if variants is None else variants:
+        if v.compile_off_of == variant and v.flags and all(_shows(args, flag, value) for flag, value in _pairs(v.flags)):
+            return v.name
+    return variant
+
+
+def _pairs(flags: tuple) -> list:
+    """("--no-a", "--b", "3") -> [("--no-a", None), ("--b", "3")]."""
+    pairs = []
+    for token in flags:
+        if token.startswith("--"):
+            pairs.append((token, None))
+        else:
+            pairs[-1] = (pairs[-1][0], token)
+    return pairs
+
+
+def _shows(args: dict, flag: str, value) -> bool:
+    """Does a record's args hold what this flag sets? --no-a: a is false; --b 3: b is 3; --c: c is true."""
+    key = flag[2:].replace("-", "_")
+    if value is not None:
+        return str(args.get(key)) == value
+    if key.startswith("no_") and key not in args:
+        return args.get(key[3:]) is False
+    return args.get(key) is True
+
+
+def modules(script: Path) -> list:
+    """The third-party packages a script imports at module level (what its interpreter must have)."""
+    tree = ast.parse(script.read_text())
+    names = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return sorted(names - set(sys.stdlib_module_names))
+
+
+def main() -> int:
+    """The variants, one line each: what benchmark.sh, plot.py and the tests will find."""
+    try:
+        variants = discover()
+    except VariantError as e:
+        print(f"bench/variants.py: {e}", file=sys.stderr)
+        return 2
+    for v in variants:
+        made = f"{v.compile_off_of} with {' '.join(v.flags)}" if v.flags else v.script
+        print(f"{v.name:<18} {v.framework:<6} {v.compiles or 'eager':<15} {made}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

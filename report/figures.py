@@ -1,0 +1,326 @@
+"""The timing figures, drawn from the summary (report.summary) as PNGs beside summary.md; and what every figure
+shares: one colour per variant (the colour its script declares), plain ticks on log axes, the saving."""
+
+import itertools
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: no display needed, nothing opens a window
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
+
+from report.records import COMPILE_PAIRS, DECLARED  # noqa: E402
+from report.timing import REFERENCE, SPEEDUP_METRICS  # noqa: E402
+
+COLORS = {v.name: v.color for v in DECLARED}
+MARKERS = {"s": "o", "m": "s", "l": "^"}
+ENV_STYLES = ["-", "--", ":", "-."]  # one line style per environment where a figure has several
+FIGURES = [  # and one learn_ENV.png per environment of the learn runs
+    "answer_env_cost.png",
+    "answer_size.png",
+    "duration.png",
+    "speedup.png",
+    "overhead.png",
+    "rollout_update.png",
+    "compilation.png",
+    "scaling.png",
+    "learning_curves.png",
+    "learn.png",  # before one figure per environment: removed when found
+]
+
+
+def save(fig, out, name: str, legend_inches: float = 0.0) -> None:
+    """Write fig as out/name, leaving legend_inches free at the top for a figure legend."""
+    for ax in fig.axes:
+        plain_log_ticks(ax)
+    fig.tight_layout(rect=(0, 0, 1, 1 - legend_inches / fig.get_figheight()))
+    fig.savefig(out / name, dpi=110)
+    plt.close(fig)
+
+
+def size_axes(sizes):
+    """A figure with one subplot per model size, side by side: (fig, axes[0][i] for size i)."""
+    return plt.subplots(1, len(sizes), figsize=(5 * len(sizes), 4.5), squeeze=False)
+
+
+def plain(v) -> str:
+    """A tick label: 0.5, 2, 30, 20k, 1.5M."""
+    return f"{v / 1e6:g}M" if v >= 1e6 else f"{v / 1e3:g}k" if v >= 1e4 else f"{v:g}"
+
+
+def plain_log_ticks(ax) -> None:
+    """Plain tick labels (0.5, 2, 30) on log axes; minor ticks labelled over less than a decade (all of them) or
+    a few decades (2s and 5s)."""
+    for axis, (low, high) in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+        if axis.get_scale() == "log":
+            digits = "123456789" if high / low < 10 else "25" if high / low < 300 else ""
+            axis.set_major_formatter(FuncFormatter(lambda v, _: plain(v)))
+            axis.set_minor_formatter(FuncFormatter(lambda v, _, digits=digits: plain(v) if f"{v:e}"[0] in digits else ""))
+
+
+def interval_bars(rows):
+    """matplotlib's yerr for the rows' intervals: (below, above) each ratio, 0 where there is none. Clipped at 0:
+    when every block has the same ratio, the interval and the mean may differ by a rounding either way."""
+    bars = np.array(
+        [[r["ratio"] - r["ci_low"], r["ci_high"] - r["ratio"]] if r["ci_low"] is not None else [0, 0] for r in rows]
+    ).T.reshape(2, -1)
+    return np.maximum(bars, 0)
+
+
+def draw_ratios(ax, rows):
+    """Per row: its blocks as dots, the geometric mean as a bar with its interval."""
+    for i, r in enumerate(rows):
+        ax.scatter(np.full(len(r["blocks"]), i), r["blocks"], s=10, color="tab:blue", alpha=0.5)
+        ax.hlines(r["ratio"], i - 0.3, i + 0.3, color="k")
+    ax.errorbar(range(len(rows)), [r["ratio"] for r in rows], yerr=interval_bars(rows), fmt="none", color="k", capsize=4)
+    ax.axhline(1, color="gray", lw=0.8, ls="--")
+    ax.set_xticks(range(len(rows)), [f"{r['a']}\nvs {r['b']}" for r in rows], rotation=90, fontsize=6)
+    ax.set_xlim(-0.5, max(len(rows), 1) - 0.5)
+    ax.set_yscale("log")
+
+
+def name_envs(ax, x) -> None:
+    """The environments' names along the x-axis, at their x positions."""
+    for env, position in x.items():
+        ax.annotate(
+            env,
+            (position, 0),
+            xycoords=("data", "axes fraction"),
+            rotation=90,
+            fontsize=6,
+            xytext=(2, 3),
+            textcoords="offset points",
+            alpha=0.6,
+        )
+
+
+def draw_cells(ax, cells, x, variant, k, n, log, **line):
+    """One variant's cells as points with their intervals at x[cell], nudged sideways (k of n) so that
+    the variants' bars do not hide one another."""
+    nudge = (lambda v: v * 1.04 ** (k - n / 2)) if log else (lambda v: v + 0.07 * (k - n / 2))
+    xs = [nudge(x(r)) for r in cells]
+    ax.errorbar(
+        xs,
+        [r["ratio"] for r in cells],
+        yerr=interval_bars(cells),
+        color=COLORS.get(variant),
+        marker="o",
+        ms=4,
+        lw=0.8,
+        capsize=2,
+        **line,
+    )
+
+
+def draw(summary, out) -> None:
+    """The timing figures of the summary's sections that have results."""
+    for section, draw_section in (
+        (summary.answer, answer),
+        (summary.overhead, overhead),
+        (summary.rollout_update, rollout_update),
+        (summary.compilation, compilation),
+        (summary.durations, durations),
+        (summary.speedups, speedups),
+        (summary.scaling, scaling),
+    ):
+        if section:
+            draw_section(section, out)
+
+
+# ---------------------------------------------------------------- the sections' figures
+def answer(section, out) -> None:
+    """The study's answer: each variant's steady iteration over the reference's against the environment's cost (one
+    panel per size), and against the model's size for the environments that ran at several."""
+    cells, envs, variants, sizes = section["cells"], section["envs"], section["variants"], section["sizes"]
+    x, xlabel, log = section["axis"]
+    fig, axes = size_axes(sizes)
+    for ax, size in zip(axes[0], sizes):
+        for k, v in enumerate(variants):
+            mine = sorted((r for r in cells if (r["variant"], r["size"]) == (v, size)), key=lambda r: x[r["env"]])
+            if mine:
+                draw_cells(ax, mine, lambda r: x[r["env"]], v, k, len(variants), log, label=v)
+        ax.axhline(1, color=COLORS[REFERENCE], lw=1, ls="--", label=f"{REFERENCE} (1)")
+        ax.set(xlabel=xlabel, ylabel=f"steady iteration, x {REFERENCE}'s time", title=f"size {size}")
+        ax.set_yscale("log")
+        shown = {e: x[e] for e in envs if any(r["env"] == e and r["size"] == size for r in cells)}
+        if log:  # a decade at least, so that one environment's points spread little
+            ax.set_xscale("log")
+            ax.set_xlim(min(shown.values()) / 2, max(shown.values()) * 2)
+        else:
+            ax.set_xlim(-0.5, len(envs) - 0.5)
+        name_envs(ax, shown)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=8)
+    save(fig, out, "answer_env_cost.png", legend_inches=0.35)
+    params, size_envs = section["params"], section["size_envs"][: len(ENV_STYLES)]
+    if not size_envs:
+        return
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for k, v in enumerate(variants):
+        for env, style in zip(size_envs, ENV_STYLES):
+            mine = sorted((r for r in cells if (r["variant"], r["env"]) == (v, env)), key=lambda r: params[env, r["size"]])
+            if mine:
+                draw_cells(ax, mine, lambda r, env=env: params[env, r["size"]], v, k, len(variants), True, ls=style)
+    for (env, size), count in params.items():
+        if env in size_envs:
+            ax.annotate(
+                size,
+                (count, 0),
+                xycoords=("data", "axes fraction"),
+                xytext=(0, 3),
+                textcoords="offset points",
+                fontsize=7,
+                alpha=0.6,
+            )
+    ax.axhline(1, color=COLORS[REFERENCE], lw=1, ls="--")
+    proxies = [plt.Line2D([], [], color=COLORS.get(v), marker="o", label=v) for v in variants]
+    proxies += [plt.Line2D([], [], color="gray", ls=style, label=env) for env, style in zip(size_envs, ENV_STYLES)]
+    proxies.append(plt.Line2D([], [], color=COLORS[REFERENCE], ls="--", label=f"{REFERENCE} (1)"))
+    ax.legend(handles=proxies, fontsize=7, ncol=2)
+    ax.set(
+        xlabel="parameters (actor and critic; sizes s, m, l)",
+        ylabel=f"steady iteration, x {REFERENCE}'s time",
+        title="The gap as the model grows",
+    )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    save(fig, out, "answer_size.png")
+
+
+def overhead(section, out) -> None:
+    """Setup and iteration 0 (compilation) in seconds, and the later windows' seconds per iteration."""
+    sizes, variants, windows, medians = section["sizes"], section["variants"], section["windows"], section["medians"]
+    fig, axes = size_axes(sizes)
+    width = 0.8 / len(windows)
+    for ax, size in zip(axes[0], sizes):
+        for j, window in enumerate(windows):
+            cells = [medians.get((v, size, window), (np.nan,) * 3) for v in variants]
+            heights = np.array([c[0] for c in cells])
+            bars = np.nan_to_num(np.array([[c[0] - c[1], c[2] - c[0]] for c in cells]).T.reshape(2, -1)).clip(0)
+            shade = str(0.15 + 0.65 * j / max(len(windows) - 1, 1))  # grays: the colours name variants
+            ax.bar(np.arange(len(variants)) + j * width, heights, width, yerr=bars, capsize=2, color=shade, label=window)
+        ax.set_xticks(np.arange(len(variants)) + 1.5 * width, variants, rotation=30, fontsize=7)
+        ax.set(
+            ylabel="seconds (setup) or seconds per iteration", title=f"Setup, compilation and later iterations, size {size}"
+        )
+        ax.set_yscale("log")
+        ax.legend(fontsize=7)
+    save(fig, out, "overhead.png")
+
+
+def rollout_update(section, out) -> None:
+    """The shares of rollout and update in the iteration (not seconds: the variants differ by orders of magnitude;
+    the seconds are on the bars); below them, each part's time over the reference's, block by block."""
+    sizes, variants, parts, ratios = section["sizes"], section["variants"], section["parts"], section["ratios"]
+    panels = 2 if any(ratios.values()) else 1  # no second row without jax_linen to divide by
+    fig, axes = plt.subplots(panels, len(sizes), figsize=(5 * len(sizes), 4.5 * panels), squeeze=False)
+    for ax, size in zip(axes[1] if panels == 2 else [], sizes):
+        for j, metric in enumerate(ratios):
+            cell = [r for r in ratios[metric] if r["size"] == size]
+            xs = np.array([variants.index(r["b"]) for r in cell]) + 0.4 * j
+            ax.bar(
+                xs,
+                [r["ratio"] for r in cell],
+                0.4,
+                yerr=interval_bars(cell),
+                capsize=3,
+                color=[COLORS.get(r["b"]) for r in cell],
+                alpha=1 if j == 0 else 0.5,
+            )
+        ax.axhline(1, color=COLORS[REFERENCE], lw=1, ls="--")
+        ax.set_xticks(np.arange(len(variants)) + 0.2, variants, rotation=30, fontsize=7)
+        ax.set(ylabel=f"x {REFERENCE}'s time", title=f"Each part over {REFERENCE}'s, size {size}")
+        ax.set_yscale("log")
+        keys = [Patch(color="0.3", label="rollout + GAE (solid)"), Patch(color="0.3", alpha=0.5, label="update (light)")]
+        ax.legend(handles=keys, fontsize=7)
+    for ax, size in zip(axes[0], sizes):
+        rollout, update = np.array([parts.get((v, size), (np.nan, np.nan)) for v in variants]).T.reshape(2, -1)
+        total = rollout + update
+        ax.bar(variants, rollout / total, color="0.35", label="rollout + GAE")  # grays: the colours name variants
+        bars = ax.bar(variants, update / total, bottom=rollout / total, color="0.75", label="update")
+        ax.bar_label(bars, [f"{t:.3g} s" for t in total], fontsize=7)
+        ax.set(
+            ylabel="share of the iteration (median, iterations 1-end)",
+            ylim=(0, 1.1),
+            title=f"Rollout vs update (--sync-timing), size {size}",
+        )
+        ax.tick_params(axis="x", rotation=30, labelsize=7)
+        ax.legend(fontsize=7, loc="lower right")
+    save(fig, out, "rollout_update.png")
+
+
+def compilation(section, out) -> None:
+    """Compiled vs not compiled: speedup = time(not compiled) / time(compiled), per pair and metric."""
+    sizes, rows = section["sizes"], section["rows"]
+    fig, axes = size_axes(sizes)
+    for ax, size in zip(axes[0], sizes):
+        for j, metric in enumerate(SPEEDUP_METRICS):
+            cell = [r for r in rows if (r["size"], r["metric"]) == (size, metric)]
+            x = np.array([COMPILE_PAIRS.index((r["a"], r["b"])) for r in cell]) + 0.27 * j
+            bars = ax.bar(x, [r["ratio"] for r in cell], 0.27, color=str(0.25 + 0.25 * j), label=metric)  # grays
+            ax.errorbar(x, [r["ratio"] for r in cell], yerr=interval_bars(cell), fmt="none", color="k", capsize=3)
+            ax.bar_label(bars, fmt="%.3g", fontsize=6)
+        ax.set_xticks(np.arange(len(COMPILE_PAIRS)) + 0.27, [f"{on}\nvs {off}" for on, off in COMPILE_PAIRS], fontsize=7)
+        ax.axhline(1, color="gray", lw=0.8, ls="--")
+        ax.set(ylabel="time(not compiled) / time(compiled)", title=f"Compilation on/off, size {size}")
+        ax.set_yscale("log")
+        ax.legend(fontsize=7)
+    save(fig, out, "compilation.png")
+
+
+def durations(section, out) -> None:
+    totals, envs, variants, sizes = section["totals"], section["envs"], section["variants"], section["sizes"]
+    x, xlabel, log = section["axis"]
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for variant, size in itertools.product(variants, sizes):
+        points = sorted((x[e], t) for (v, e, z), t in totals.items() if (v, z) == (variant, size))
+        if points:
+            ax.plot(*zip(*points), color=COLORS.get(variant), marker=MARKERS.get(size, "x"), lw=0.6, alpha=0.8)
+    for variant in variants:
+        ax.scatter([], [], color=COLORS.get(variant), label=variant)
+    for size in sizes:
+        ax.scatter([], [], color="gray", marker=MARKERS.get(size, "x"), label=f"size {size}")
+    ax.set(
+        xlabel=xlabel,
+        ylabel="total duration (s), median over seeds",
+        title="Total duration per run (setup, compilation and all iterations)",
+    )
+    ax.set_yscale("log")
+    if log:
+        ax.set_xscale("log")
+    else:
+        ax.set_xlim(-0.5, len(envs) - 0.5)
+    name_envs(ax, x)
+    ax.legend(fontsize=7, ncol=2)
+    save(fig, out, "duration.png")
+
+
+def speedups(section, out) -> None:
+    """Pairwise ratios of every two variants, per size and metric, with their intervals."""
+    sizes, rows = section["sizes"], section["rows"]
+    fig, axes = plt.subplots(len(SPEEDUP_METRICS), len(sizes), figsize=(4 + 3 * len(sizes), 11), squeeze=False)
+    for row, metric in zip(axes, SPEEDUP_METRICS):
+        for ax, size in zip(row, sizes):
+            draw_ratios(ax, [r for r in rows[metric] if r["size"] == size])
+            ax.set(title=f"{metric}, size {size}", ylabel="time(B) / time(A)")
+            ax.title.set_fontsize(8)
+    save(fig, out, "speedup.png")
+
+
+def scaling(section, out) -> None:
+    sps = section["sps"]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for v in section["variants"]:
+        points = sorted((n, s) for (var, n), s in sps.items() if var == v)
+        ax.plot(*zip(*points), marker="o", color=COLORS.get(v), label=v)
+    ax.set(
+        xlabel="--num-envs",
+        ylabel="env steps per second (steady state)",
+        title="Scaling with the amount of work (CartPole-v1, size s)",
+    )
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.legend(fontsize=7)
+    save(fig, out, "scaling.png")

@@ -1,0 +1,409 @@
+"""summary.md from the summary (report.summary): its sections in the order the study reads them, each with its
+figure, what the figure shows, and the tables behind it. A section without results is left out."""
+
+import numpy as np
+
+from report.timing import CONFIDENCE, MIN_BLOCKS, REFERENCE, SPEEDUP_METRICS
+
+RATIO_TEXT = (
+    "per block (same experiment, env, size, num_envs and seed), then the geometric mean over the "
+    f"blocks with its {CONFIDENCE:.0%} bootstrap interval. Verdict: A or B faster when the interval "
+    f"excludes 1, no difference detected when it contains 1, too few runs under {MIN_BLOCKS} blocks."
+)
+
+
+def table(header, rows) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
+
+
+def fmt(x, digits=3) -> str:
+    return "n/a" if x is None or not np.isfinite(x) else f"{x:.{digits}g}"
+
+
+def with_interval(value, low, high, digits=3) -> str:
+    """'1.00 [0.97, 1.03]', or the value alone where there is no interval."""
+    if low is None:
+        return fmt(value, digits)
+    return f"{fmt(value, digits)} [{fmt(low, digits)}, {fmt(high, digits)}]"
+
+
+def image(name: str) -> str:
+    """A figure the report's figures wrote beside summary.md."""
+    return f"![{name}]({name})\n"
+
+
+def ratio_table(rows) -> str:
+    return table(
+        ["size", "A", "B", "ratio [95% CI]", "blocks", "verdict"],
+        [
+            [r["size"], r["a"], r["b"], with_interval(r["ratio"], r["ci_low"], r["ci_high"]), r["n_blocks"], r["verdict"]]
+            for r in rows
+        ],
+    )
+
+
+def render(summary) -> str:
+    """summary.md: the header, then each section that has results."""
+    sections = [
+        (f"The answer: each variant's time over {REFERENCE}'s", summary.answer, answer),
+        ("Overhead: iteration 0 vs 1-7 vs 8-end", summary.overhead, overhead),
+        ("Rollout vs update (--sync-timing)", summary.rollout_update, rollout_update),
+        ("Compilation on/off", summary.compilation, compilation),
+        ("Peak memory", summary.memory, memory),
+        ("Total duration by environment cost", summary.durations, durations),
+        ("Pairwise speedups", summary.speedups, speedups),
+        ("Scaling with --num-envs", summary.scaling, scaling),
+        ("Learning curves", summary.curves, curves),
+        ("Does every variant learn? (learn preset)", summary.learn, learn),
+    ]
+    lines = header(summary.header)
+    for title, section, write in sections:
+        if section:
+            lines += [f"## {title}", "", *write(section), ""]
+    return "\n".join(lines)
+
+
+def header(h) -> list:
+    lines = [
+        "# benchback results",
+        "",
+        f"Device: {h['device']}. Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(h["versions"].items())) + ".",
+        f"{h['runs']} runs from {h['directory']}; {len(h['failures'])} files skipped (failed runs, unreadable files).",
+    ]
+    lines += [f"- skipped: {f}" for f in h["failures"]]
+    lines += [
+        f"- compiled again after iteration 0 ({count}x), its times include it: {experiment}/{variant} {env} {size} seed {seed}"
+        for count, experiment, variant, env, size, seed in h["recompiled"]
+    ]
+    return lines + [""]
+
+
+def answer(s) -> list:
+    x, cells, variants, spread = s["axis"][0], s["cells"], s["variants"], s["spread"]
+    lines = [
+        image("answer_env_cost.png"),
+        f"Each variant's steady iteration (median of iterations 1-end) as a multiple of {REFERENCE}'s, {RATIO_TEXT} "
+        "Points: one environment each, with its interval; the dashed line: as fast as jax_linen.",
+        "",
+    ]
+    if s["size_envs"]:
+        lines += [image("answer_size.png"), "The same ratios against the model's size, one line style per environment.", ""]
+    return lines + [
+        "Per size, over its environments (every block of that size):",
+        "",
+        table(
+            [
+                "size",
+                "variant",
+                f"x {REFERENCE}'s time [95% CI]",
+                "blocks",
+                "verdict",
+                "environments",
+                "lowest cell",
+                "highest cell",
+            ],
+            [
+                [
+                    r["size"],
+                    r["variant"],
+                    with_interval(r["ratio"], r["ci_low"], r["ci_high"]),
+                    r["n_blocks"],
+                    r["verdict"],
+                    len(spread[r["variant"], r["size"]]),
+                    fmt(min(spread[r["variant"], r["size"]])),
+                    fmt(max(spread[r["variant"], r["size"]])),
+                ]
+                for r in s["pooled"]
+            ],
+        ),
+        "",
+        f"Per environment and size (x {REFERENCE}'s time [95% CI]; environments by cost):",
+        "",
+        table(
+            ["env", "size", *variants],
+            [
+                [
+                    env,
+                    size,
+                    *[
+                        next(
+                            (
+                                with_interval(r["ratio"], r["ci_low"], r["ci_high"])
+                                for r in cells
+                                if (r["variant"], r["env"], r["size"]) == (v, env, size)
+                            ),
+                            "",
+                        )
+                        for v in variants
+                    ],
+                ]
+                for size in s["sizes"]
+                for env in sorted(s["envs"], key=x.get)
+                if any((r["env"], r["size"]) == (env, size) for r in cells)
+            ],
+        ),
+    ]
+
+
+def overhead(s) -> list:
+    medians, windows = s["medians"], s["windows"]
+    rows = [
+        [size, v, *[fmt(medians.get((v, size, w), (np.nan,))[0]) for w in windows]]
+        for size in s["sizes"]
+        for v in s["variants"]
+        if (v, size, "setup") in medians
+    ]
+    return [
+        image("overhead.png"),
+        "Seconds before iteration 0 (setup: env, model and optimizer built), and mean seconds per iteration in each "
+        "window of iterations (0-based: iteration 0 is the first and includes compilation), median over "
+        f"environments and seeds; in the figure with the median's {CONFIDENCE:.0%} bootstrap interval:",
+        "",
+        table(["size", "variant", *windows], rows),
+    ]
+
+
+def rollout_update(s) -> list:
+    rows = [
+        [size, v, fmt(r), fmt(u), fmt(r / (r + u), 2)]
+        for size in s["sizes"]
+        for v in s["variants"]
+        for r, u in [s["parts"].get((v, size), (np.nan, np.nan))]
+    ]
+    lines = [
+        image("rollout_update.png"),
+        "Seconds per iteration with --sync-timing (median over iterations 1-end, then over environments and seeds):",
+        "",
+        table(["size", "variant", "rollout + GAE", "update", "rollout share"], rows),
+    ]
+    for metric, ratios in s["ratios"].items():
+        lines += [
+            "",
+            f"### Speedup, {metric} (--sync-timing)",
+            "",
+            f"time(B) / time(A) of the {'rollout + GAE' if metric == 'rollout' else 'update'}, A = {REFERENCE}: "
+            f"B's time as a multiple of {REFERENCE}'s, {RATIO_TEXT}",
+            "",
+            ratio_table(ratios),
+        ]
+    return lines
+
+
+def compilation(s) -> list:
+    return [
+        image("compilation.png"),
+        f"Speedup from compilation = time(not compiled) / time(compiled), {RATIO_TEXT} "
+        "(jax_nnx+nocache: NNX without cached_partial, run beside jax_nnx in the compile experiment.)",
+        "",
+        *[
+            line
+            for metric in SPEEDUP_METRICS
+            for line in (f"**{metric}**", "", ratio_table([r for r in s["rows"] if r["metric"] == metric]), "")
+        ],
+    ]
+
+
+def memory(rows) -> list:
+    gpu = any(r["gpu_mb_median"] is not None for r in rows)
+    return [
+        "Peak resident memory of the whole process (MiB: the framework, its compiled programs, the environments and "
+        "the rollout), median and highest over the runs" + (", and the GPU allocators' peak" if gpu else "") + ":",
+        "",
+        table(
+            ["size", "variant", "runs", "host MiB, median", "host MiB, highest", *(["GPU MiB, median"] if gpu else [])],
+            [
+                [
+                    r["size"],
+                    r["variant"],
+                    r["runs"],
+                    f"{r['host_mb_median']:.0f}",
+                    f"{r['host_mb_max']:.0f}",
+                    *([fmt(r["gpu_mb_median"])] if gpu else []),
+                ]
+                for r in rows
+            ],
+        ),
+    ]
+
+
+def durations(s) -> list:
+    totals, variants, x = s["totals"], s["variants"], s["axis"][0]
+    rows = [
+        [env, size, *[fmt(totals.get((v, env, size))) for v in variants]]
+        for size in s["sizes"]
+        for env in sorted(s["envs"], key=x.get)
+    ]
+    return [image("duration.png"), "Total duration (s), median over seeds:", "", table(["env", "size", *variants], rows)]
+
+
+def speedups(s) -> list:
+    lines = [
+        image("speedup.png"),
+        f"Speedup of A over B = time(B) / time(A) (> 1: A is faster), {RATIO_TEXT} Dots: the blocks; "
+        "bars: the geometric mean and its interval.",
+        "",
+    ]
+    for metric in SPEEDUP_METRICS:
+        lines += [f"### Speedup, {metric}", "", ratio_table(s["rows"][metric]), ""]
+    return lines
+
+
+def scaling(s) -> list:
+    sps, num_envs = s["sps"], s["num_envs"]
+    rows = [[v, *[f"{sps[(v, n)]:.0f}" if (v, n) in sps else "n/a" for n in num_envs]] for v in s["variants"]]
+    return [
+        image("scaling.png"),
+        "Env steps per second (batch / median iteration time, iterations 1-end), median over seeds:",
+        "",
+        table(["variant", *[f"{n} envs" for n in num_envs]], rows),
+    ]
+
+
+def curves(_) -> list:
+    return [
+        image("learning_curves.png"),
+        f"Episodic return per iteration: IQM over seeds, shaded its {CONFIDENCE:.0%} stratified-bootstrap interval "
+        "(rliable); runs of the overall experiment.",
+    ]
+
+
+def learn(sections) -> list:
+    return [line for s in sections for line in (f"### {s['env']}", "", *learn_env(s), "")]
+
+
+def reach_cell(r, key) -> str:
+    return with_interval(r[key], *(r[f"{key}_ci"] or (None, None))) if r[key] is not None else "too few runs reach it"
+
+
+def learn_env(s) -> list:
+    """One environment's learn runs: the final returns, the time to the threshold, the pairs, the seconds per
+    iteration."""
+    collapse, threshold, collapses = s["collapse"], s["threshold"], s["collapses"]
+    key = f"prob_improvement_vs_{REFERENCE}"
+    lines = [
+        image(s["figure"]),
+        f"final_return (mean return of the episodes that ended in the last 10 iterations) over seeds: IQM and "
+        f"mean with {CONFIDENCE:.0%} stratified-bootstrap intervals, the lowest run, and the probability that a "
+        f"run of the variant ends higher than a run of {REFERENCE} (rliable). A variant learns like the reference "
+        "when that probability's interval contains 0.5."
+        + (f" The dotted line: the threshold, {threshold:g}." if threshold is not None else ""),
+        "",
+        table(
+            [
+                "variant",
+                "seeds",
+                "IQM [95% CI]",
+                "mean [95% CI]",
+                "lowest",
+                *([f"below {collapse}"] if collapse else []),
+                f"P(improvement over {REFERENCE})",
+                "verdict",
+            ],
+            [
+                [
+                    r["variant"],
+                    r["n_seeds"],
+                    with_interval(r["iqm"], r["iqm_ci_low"], r["iqm_ci_high"], 4),
+                    with_interval(r["mean"], r["mean_ci_low"], r["mean_ci_high"], 4),
+                    fmt(r["min"], 4),
+                    *([f"{r[f'share_below_{collapse}']:.0%}"] if collapse else []),
+                    with_interval(r.get(key), r.get(f"{key}_ci_low"), r.get(f"{key}_ci_high"), 2)
+                    if r.get(key) is not None
+                    else "n/a",
+                    r["verdict"],
+                ]
+                for r in s["rows"]
+            ],
+        ),
+        "",
+    ]
+    if s["reach"]:
+        lines += [
+            f"Wall-clock to learn: seconds from the start of train() until an iteration's mean return first reaches "
+            f"{threshold:g}, IQM over the runs that reach it with its {CONFIDENCE:.0%} stratified-bootstrap interval; "
+            "the same without setup and iteration 0 (compilation); and the share of runs that reach it (Wilson interval). "
+            "The interpreter's start and the imports come before train() and are not counted.",
+            "",
+            table(
+                ["variant", "runs", "reach it [95% CI]", "seconds to it [95% CI]", "without setup and iteration 0 [95% CI]"],
+                [
+                    [
+                        r["variant"],
+                        r["runs"],
+                        with_interval(r["share_reached"], *r["share_reached_ci"], 2),
+                        reach_cell(r, "seconds"),
+                        reach_cell(r, "seconds_after_iteration_0"),
+                    ]
+                    for r in s["reach"]
+                ],
+            ),
+            "",
+        ]
+    if s["pairs"]:
+        lines += [
+            "The same probability between the variants that differ by one thing (the same runs)"
+            + (
+                f", and the difference in the share of runs that end below {collapse} with Newcombe's score interval:"
+                if collapse
+                else ":"
+            ),
+            "",
+            table(
+                [
+                    "A",
+                    "B",
+                    "P(a run of A ends higher than one of B) [95% CI]",
+                    "verdict",
+                    *([f"share below {collapse}, A - B [95% CI]", "verdict"] if collapse else []),
+                ],
+                [
+                    [
+                        a,
+                        b,
+                        with_interval(pi, low, high, 2),
+                        "no difference detected" if low <= 0.5 <= high else f"{a if low > 0.5 else b} learns better",
+                        *(
+                            [
+                                with_interval(*collapses[a, b], 2),
+                                "no difference detected"
+                                if collapses[a, b][1] <= 0 <= collapses[a, b][2]
+                                else f"{a if collapses[a, b][1] > 0 else b} collapses more often",
+                            ]
+                            if collapse
+                            else []
+                        ),
+                    ]
+                    for (a, b), (pi, low, high) in s["pairs"].items()
+                ],
+            ),
+            "",
+        ]
+    first, steady = s["first"], s["steady"]
+    lines += [
+        "Seconds per iteration in these runs (iteration 0 includes compilation; steady = median of iterations "
+        "1-end), median over seeds:",
+        "",
+        table(["variant", "iteration 0", "steady"], [[v, fmt(first[v]), fmt(steady[v])] for v in s["variants"]]),
+    ]
+    if s["ratios"]:
+        lines += [
+            "",
+            f"Ratios time(B) / time(A) seed by seed, {RATIO_TEXT}",
+            "",
+            table(
+                ["metric", "A", "B", "ratio [95% CI]", "blocks", "verdict"],
+                [
+                    [
+                        r["metric"],
+                        r["a"],
+                        r["b"],
+                        with_interval(r["ratio"], r["ci_low"], r["ci_high"]),
+                        r["n_blocks"],
+                        r["verdict"],
+                    ]
+                    for r in s["ratios"]
+                ],
+            ),
+        ]
+    return lines

@@ -1,0 +1,172 @@
+"""The run records of a benchmark.sh output directory as one table: a Run per record, and the variants they name.
+
+Every run JSON (schema 1 or 2) under the directory is read, skipping with a warning the files that do not parse,
+the failure records and the incomplete ones; env_cost.json (the environments' cost) is read where it is asked for.
+"""
+
+import itertools
+import json
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from presets import SIZES as PLAN_SIZES  # noqa: E402
+from variants import compile_pairs, discover, scripts, setting_name  # noqa: E402
+
+# The variants are the ppo_*.py scripts, in the order and colours they declare (bench/variants.py); a compile
+# setting (jax_nnx+nocache: NNX without cached_partial) follows its script.
+DECLARED = discover()
+VARIANTS = [v.name for v in DECLARED]
+SPEEDUP_VARIANTS = [v.name for v in scripts(DECLARED)]
+# (compiled, not compiled): the pairs of experiment (3)
+COMPILE_PAIRS = compile_pairs(DECLARED)
+# The learn preset runs each script's default config: its per-iteration times answer "do NNX and Equinox
+# cost more than Linen, and than each other?" and "how much faster is the compiled torch iteration?". The
+# pairs that differ by one thing: two compiled variants of one framework, and a variant with its compilation
+# off. (A, B): time(B) / time(A).
+_COMPILED = [v for v in scripts(DECLARED) if v.compiles]
+LEARN_PAIRS = [(a.name, b.name) for a, b in itertools.combinations(_COMPILED, 2) if a.framework == b.framework] + [
+    pair for pair in COMPILE_PAIRS if pair[1] in SPEEDUP_VARIANTS
+]
+SIZES = {layers: size for size, layers in PLAN_SIZES.items()}  # hidden layers -> s, m or l (bench/plan.py)
+SIZE_ORDER = list(SIZES.values())  # the order of the sizes in tables and figures; other sizes after them
+EXPERIMENTS = ("overall", "sync", "compile", "scaling", "learn")
+
+
+@dataclass
+class Run:
+    experiment: str
+    variant: str  # jax_nnx+nocache: nnx without cached_partial
+    env: str
+    size: str
+    seed: int
+    num_envs: int
+    record: dict
+
+    @property
+    def total(self) -> float:
+        return self.record["total_duration"]
+
+    @property
+    def steady(self) -> float:
+        """Median iteration time after iteration 0 (compilation); iteration 0 if there is no other."""
+        durations = self.record["iteration_durations"]
+        return float(np.median(durations[1:] or durations))
+
+
+def warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
+# The keys plot.py reads, for each schema version it accepts; a record without one of them is skipped.
+READS = {
+    1: [
+        "variant",
+        "env_id",
+        "hidden",
+        "seed",
+        "args",
+        "device",
+        "versions",
+        "sync_timing",
+        "env_steps",
+        "setup_duration",
+        "iteration_durations",
+        "total_duration",
+        "compiles_after_first_iteration",
+        "episodic_return",
+        "final_return",
+    ],
+}
+READS[2] = READS[1] + ["cpu", "peak_host_memory_mb"]
+
+
+def load_runs(directory: Path):
+    """(runs, failures): the ok records under `directory`, and what was wrong with the other files."""
+    runs, failures = [], []
+    for path in sorted(directory.rglob("*.json")):
+        if path.name.startswith(".") or path.name == "env_cost.json":  # .tmp-*: an atomic write in flight
+            continue
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError) as e:
+            warn(f"{path}: does not parse ({e}); skipped")
+            failures.append(f"{path.relative_to(directory)}: does not parse")
+            continue
+        if not isinstance(record, dict) or record.get("status") != "ok" or record.get("schema_version") not in READS:
+            reason = record.get("reason", "not a schema 1 or 2 run record") if isinstance(record, dict) else "not a record"
+            warn(f"{path}: failure record or not a run ({reason}); skipped")
+            failures.append(f"{path.relative_to(directory)}: {reason}")
+            continue
+        missing = [key for key in READS[record["schema_version"]] if key not in record]
+        if missing or not isinstance(record["args"], dict) or "num_envs" not in record["args"]:
+            reason = f"incomplete: no {(missing or ['args.num_envs'])[0]!r}"
+            warn(f"{path}: {reason}; skipped")
+            failures.append(f"{path.relative_to(directory)}: {reason}")
+            continue
+        args = record["args"]
+        experiment = args.get("exp_name")
+        if experiment not in EXPERIMENTS:  # a run not made by benchmark.sh
+            experiment = "sync" if record["sync_timing"] else "overall"
+        variant = setting_name(record["variant"], args, DECLARED)
+        hidden = tuple(record["hidden"])
+        size = SIZES.get(hidden, "x".join(map(str, hidden)))
+        runs.append(Run(experiment, variant, record["env_id"], size, record["seed"], args["num_envs"], record))
+        if record["compiles_after_first_iteration"]:  # kept, but its iterations after 0 include compilation
+            warn(f"{path}: compiled {record['compiles_after_first_iteration']} time(s) after iteration 0")
+    return runs, failures
+
+
+def machine(record) -> str:
+    """What a run's times were measured on: its GPU, or its CPU model and the cores it could use (records
+    before schema 2 do not name the CPU: they count as one machine of their own)."""
+    if record["device"] != "cpu":
+        return record["device"]
+    cpu = record.get("cpu")
+    return f"{cpu['model']}, {cpu['cores']} cores" if cpu else "cpu, model not recorded"
+
+
+def env_axis(directory: Path, envs):
+    """({env: x}, label, log scale?): the env-step cost in microseconds, or the env's rank by name."""
+    try:
+        costs = json.loads((directory / "env_cost.json").read_text())
+        x = {env: costs["envs"][env]["median_s"] * 1e6 for env in envs}
+        return x, f"env cost: a vmapped env.step of {costs['num_envs']} envs, in lax.scan (us, median)", True
+    except (OSError, ValueError, KeyError) as e:
+        warn(f"no env cost for every environment ({e!r}); environments ordered by name instead")
+        return {env: i for i, env in enumerate(sorted(envs))}, "environment (by name)", False
+
+
+def host_cores(directory: Path) -> str:
+    """', N CPU cores (machine)' from env_cost.json's host, or '' without it: records of schema 1 do not name the CPU."""
+    try:
+        host = json.loads((directory / "env_cost.json").read_text())["host"]
+        return f", {host['cpu_count']} CPU cores ({host['machine']})"
+    except (OSError, ValueError, KeyError):
+        return ""
+
+
+# ---------------------------------------------------------------- grouping
+def group_by(runs, key) -> dict:
+    """{key(run): the runs with that key, in their order}."""
+    groups = defaultdict(list)
+    for run in runs:
+        groups[key(run)].append(run)
+    return groups
+
+
+def median_by(runs, key, value):
+    """{key(run): median of value(run) over the runs sharing that key (the seeds)}."""
+    return {k: float(np.median([value(r) for r in group])) for k, group in group_by(runs, key).items()}
+
+
+def ordered(names, order):
+    return sorted(set(names), key=lambda n: (order.index(n) if n in order else len(order), n))
+
+
+def sizes_of(runs):
+    return ordered([r.size for r in runs], SIZE_ORDER)

@@ -1,0 +1,150 @@
+"""The summary of one machine's runs: every statistic of its report, section by section, computed once; summary.json
+is written from it, and summary.md (report.markdown) and the figures are drawn from it."""
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from report import learning, timing
+from report.records import env_axis, group_by, host_cores, machine
+
+
+@dataclass
+class Summary:
+    """A section is None (or empty) where its experiment did not run or gave no result: it is left out of summary.md,
+    and its figure is not drawn."""
+
+    device: str
+    machine: str
+    header: dict  # what summary.md says first: the device, versions, runs, skipped files
+    answer: Optional[dict]  # the overall runs: each variant's steady time over the reference's, with its env axis
+    overhead: Optional[dict]
+    rollout_update: Optional[dict]  # the sync runs
+    compilation: Optional[dict]  # the overall and compile runs
+    memory: Optional[list]  # every run
+    durations: Optional[dict]  # the overall runs, with their env axis
+    speedups: Optional[dict]
+    scaling: Optional[dict]  # the scaling runs
+    curves: Optional[dict]  # the overall runs' learning curves
+    learn: list  # the learn runs: one section per environment
+
+
+def summarize(runs, failures, directory: Path) -> Summary:
+    """The summary of runs (all from one machine) read from directory, with the files it skipped."""
+    by_experiment = group_by(runs, lambda r: r.experiment)
+    overall, sync, scaling, learn = (by_experiment[e] for e in ("overall", "sync", "scaling", "learn"))
+    compiled = overall + by_experiment["compile"]
+    return Summary(
+        device=runs[0].record["device"],
+        machine=machine(runs[0].record),
+        header=header(runs, failures, directory),
+        answer=answer(overall, directory) if overall else None,
+        overhead=timing.overhead(overall) if overall else None,
+        rollout_update=timing.rollout_update(sync) if sync else None,
+        compilation=timing.compilation(compiled) if compiled else None,
+        memory=timing.memory(runs),
+        durations=durations(overall, directory) if overall else None,
+        speedups=timing.speedups(overall) if overall else None,
+        scaling=timing.scaling(scaling) if scaling else None,
+        curves=learning.learning_curves(overall) if overall else None,
+        learn=[learning.learn(env, [r for r in learn if r.env == env]) for env in sorted({r.env for r in learn})],
+    )
+
+
+def header(runs, failures, directory: Path) -> dict:
+    device = machine(runs[0].record)
+    if device == "cpu, model not recorded":
+        device = f"cpu{host_cores(directory)}"
+    return {
+        "device": device,
+        "versions": {k: v for r in runs for k, v in r.record["versions"].items()},
+        "runs": len(runs),
+        "directory": directory,
+        "failures": failures,
+        "recompiled": [
+            (r.record["compiles_after_first_iteration"], r.experiment, r.variant, r.env, r.size, r.seed)
+            for r in runs
+            if r.record["compiles_after_first_iteration"]
+        ],
+    }
+
+
+def answer(runs, directory: Path):
+    """timing.answer, with the x-axis of its environments: their cost, or their names."""
+    section = timing.answer(runs)
+    return section and {**section, "axis": env_axis(directory, section["envs"])}
+
+
+def durations(runs, directory: Path):
+    section = timing.durations(runs)
+    return {**section, "axis": env_axis(directory, section["envs"])}
+
+
+def ratios(summary: Summary) -> list:
+    """Every ratio of the report but the answer's, in the order of its sections."""
+    rollout = summary.rollout_update["ratios"] if summary.rollout_update else {}
+    return [
+        *(r for rows in rollout.values() for r in rows),
+        *(summary.compilation["rows"] if summary.compilation else []),
+        *(r for rows in (summary.speedups["rows"] if summary.speedups else {}).values() for r in rows),
+        *(r for section in summary.learn for r in section["ratios"]),
+    ]
+
+
+def learning_pairs(section) -> list:
+    """One environment's pairs: the probability of improvement, and where the environment has a collapse line, the
+    difference in the share of runs below it."""
+    collapse, collapses = section["collapse"], section["collapses"]
+    return [
+        {
+            "env": section["env"],
+            "a": a,
+            "b": b,
+            "prob_improvement": pi,
+            "ci_low": low,
+            "ci_high": high,
+            **(
+                {
+                    f"share_below_{collapse}_difference": collapses[a, b][0],
+                    f"share_below_{collapse}_difference_ci": collapses[a, b][1:],
+                }
+                if collapse
+                else {}
+            ),
+        }
+        for (a, b), (pi, low, high) in section["pairs"].items()
+    ]
+
+
+def without_blocks(rows) -> list:
+    return [{k: v for k, v in r.items() if k != "blocks"} for r in rows]
+
+
+def as_json(summary: Summary) -> str:
+    """summary.json: every ratio (without its blocks) and every learning statistic."""
+    return json.dumps(
+        {
+            "device": summary.device,
+            "machine": summary.machine,
+            "confidence": timing.CONFIDENCE,
+            "min_blocks": timing.MIN_BLOCKS,
+            "ratios": without_blocks(ratios(summary)),
+            "answer": without_blocks(summary.answer["rows"] if summary.answer else []),
+            "memory": summary.memory or [],
+            "learning": [{"env": s["env"], **r} for s in summary.learn for r in s["rows"]],
+            "learning_pairs": [r for s in summary.learn for r in learning_pairs(s)],
+            "time_to_threshold": [{"env": s["env"], **r} for s in summary.learn for r in s["reach"]],
+        },
+        indent=1,
+    )
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Through a temporary file and a rename, as the scripts write their records: never half a file."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)

@@ -1,0 +1,57 @@
+"""Each study in studies/ runs, tiny: they reach into the scripts (their closures, Agent, check_args, compute_gae), so a
+rename in a script must fail here rather than the next time someone runs the study. About three minutes on 2 cores,
+so opt-in with the other slow tests: python -m pytest -m slow tests/test_studies.py"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, VARIANTS, needs
+
+# study -> its arguments for a run of a few iterations, and a key of the JSON it writes
+STUDIES = {
+    "linen_overhead": (["--iterations", "2", "--rounds", "1"], "plain_s", "jax_linen"),
+    "equinox_filter_jit": (
+        ["--iterations", "2", "--rounds", "2", "--calls", "5", "--pairs", "2"],  # a ratio's interval needs 2 rounds
+        "steady_equinox_over_linen",
+        "jax_equinox",
+    ),
+    "same_start": (["--seeds", "1", "--iterations", "2"], "1", "jax_nnx"),
+    "torch_compile_check": (["--seed", "1", "--iterations", "2"], "sampler", "torch_compile"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("study", sorted(STUDIES))
+def test_a_study_runs_and_writes_its_result(study, tmp_path):
+    flags, key, variant = STUDIES[study]
+    if variant not in VARIANTS:
+        pytest.skip(f"variant script missing: {variant}")
+    out = tmp_path / "result.json"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "studies" / f"{study}.py"), *flags, "--out", str(out)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert key in json.loads(out.read_text())
+
+
+@pytest.mark.slow
+@needs("torch_compile")
+def test_torch_compile_parts_runs_a_part_compiled_alone(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "studies" / "torch_compile_parts.py"), "--parts", "critic", "--seeds", "1"]
+        + ["--iterations", "2", "--out", str(tmp_path)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    record = json.loads((tmp_path / "critic" / "seed1.json").read_text())
+    assert record["compiled_parts"] == ["critic"] and len(record["iteration_durations"]) == 2

@@ -1,0 +1,100 @@
+"""One list of variants: the ppo_*.py scripts, each declaring what the tooling needs in its TOOLING line. A new
+script (here a scratch copy of ppo_jax_linen.py, in a copy of the tooling) is a variant of the sweep, of gpu-check
+and of plot.py's reports without any other file changing."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, SCRIPTS
+from test_plot import record, write
+from variants import VariantError, compile_pairs, discover, setting_name
+
+NEW = "jax_scratch"  # the scratch variant: ppo_jax_scratch.py, a copy of ppo_jax_linen.py
+
+
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory):
+    """The tooling and the scripts in a directory of their own, plus ppo_jax_scratch.py."""
+    root = tmp_path_factory.mktemp("repo")
+    for name in ["benchmark.sh", "plot.py", *SCRIPTS.values()]:
+        shutil.copy(ROOT / name, root / name)
+    for directory in ("bench", "report"):
+        shutil.copytree(ROOT / directory, root / directory, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "ppo_jax_linen.py", root / f"ppo_{NEW}.py")
+    return root
+
+
+def test_the_variants_are_the_scripts_in_their_declared_order():
+    variants = discover()
+    assert sorted(v.script for v in variants if not v.flags) == sorted(p.name for p in ROOT.glob("ppo_*.py"))
+    assert [v.order for v in variants] == sorted(v.order for v in variants)
+    assert len({v.color for v in variants}) == len(variants)  # one colour per variant, settings included
+    for compiled, _ in compile_pairs(variants):  # a compiled variant, and one that is not or a setting of it
+        assert next(v for v in variants if v.name == compiled).compiles
+
+
+def test_a_copied_script_is_a_new_variant_with_a_colour_of_its_own(copy):
+    variants = {v.name: v for v in discover(copy)}
+    assert variants[NEW].script == f"ppo_{NEW}.py" and variants[NEW].framework == "jax"
+    assert variants[NEW].color not in {v.color for name, v in variants.items() if name != NEW}
+    assert list(variants).index(NEW) == list(variants).index("jax_linen") + 1  # its original's place, after it
+
+
+def test_a_script_without_its_tooling_line_is_named(tmp_path):
+    (tmp_path / "ppo_bare.py").write_text("print('no TOOLING here')\n")
+    with pytest.raises(VariantError, match="ppo_bare.py: no TOOLING"):
+        discover(tmp_path)
+    (tmp_path / "ppo_bare.py").write_text('TOOLING = {"framework": "mxnet", "order": 1, "color": "k"}\n')
+    with pytest.raises(VariantError, match="ppo_bare.py: TOOLING needs a framework"):
+        discover(tmp_path)
+
+
+def test_a_record_of_a_setting_is_reported_under_the_settings_name():
+    assert setting_name("jax_nnx", {"cached_partial": False}) == "jax_nnx+nocache"
+    assert setting_name("jax_nnx", {"cached_partial": True}) == "jax_nnx"
+    assert setting_name("jax_linen", {"cached_partial": False}) == "jax_linen"
+
+
+def test_the_sweep_plans_a_new_script_without_being_told(copy):
+    proc = subprocess.run(
+        ["bash", "benchmark.sh", "--preset", "quick", "--list"],
+        cwd=copy,
+        env={"PATH": "/usr/bin:/bin", "PYTHON": sys.executable},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"overall/{NEW}__CartPole-v1__s__seed1" in proc.stdout.split()
+
+
+def test_gpu_check_checks_a_new_script_without_being_told(copy):
+    proc = subprocess.run(
+        [sys.executable, "bench/gpu_check.py", "--help"], cwd=copy, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert NEW in proc.stdout  # --variants: comma-separated, from jax_linen,jax_scratch,...
+
+
+def test_plot_reports_a_new_script_without_being_told(copy, tmp_path):
+    records = tmp_path / "records"
+    for seed in (1, 2, 3):
+        for variant, total in (("jax_linen", 10.0), (NEW, 20.0)):
+            run = record("overall", variant, "CartPole-v1", "s", seed, total=total, iteration=total / 100)
+            write(records, f"overall/{variant}__CartPole-v1__s__seed{seed}.json", run)
+    proc = subprocess.run(
+        [sys.executable, "plot.py", str(records), "--out", str(tmp_path / "out")],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    answer = json.loads((tmp_path / "out" / "summary.json").read_text())["answer"]
+    cell = next(row for row in answer if row["variant"] == NEW and row["env"] == "CartPole-v1")  # steady time
+    assert cell["ratio"] == pytest.approx(2.0)
+    assert NEW in (tmp_path / "out" / "summary.md").read_text()
