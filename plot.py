@@ -27,7 +27,10 @@ from report import figures, learning_figures
 from report.figures import FIGURES
 from report.markdown import render
 from report.records import group_by, load_runs, machine
-from report.summary import as_json, summarize, write_atomic
+from report.summary import as_json, summarize
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "bench"))
+from load_script import write_atomic  # noqa: E402  (the one the tools share)
 
 
 def main(argv=None) -> int:

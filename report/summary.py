@@ -2,14 +2,12 @@
 is written from it, and summary.md (report.markdown) and the figures are drawn from it."""
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 from report import learning, timing
-from report.records import env_axis, group_by, host_cores, machine
+from report.records import env_axis, group_by, host_cores, machine  # (it puts bench/ on the path)
 
 
 @dataclass
@@ -140,11 +138,3 @@ def as_json(summary: Summary) -> str:
         },
         indent=1,
     )
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Through a temporary file and a rename, as the scripts write their records: never half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
