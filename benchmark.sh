@@ -6,6 +6,7 @@
 #   bash benchmark.sh --preset quick --out /tmp/q    # a smoke test, under 3 minutes on 2 CPU cores
 #   bash benchmark.sh --preset learn                 # every variant learns CartPole-v1 (10 seeds)
 #   bash benchmark.sh --preset gpu-check             # first on a GPU: every variant, every check, one table
+#   bash benchmark.sh --preset gpu --part 1          # one GPU's headline sweep, part 1 (--dry-run lists the parts)
 #   bash benchmark.sh --preset full --variants jax_linen,torch --sizes s --dry-run
 #   python plot.py benchmark_out/cpu                 # figures, summary.md and summary.json (ratios with intervals)
 #
@@ -24,8 +25,9 @@
 # Experiments (numbered as in the original study):
 #   overall  (1) async timing, the headline durations and pairwise speedups
 #   sync     (2) --sync-timing: rollout (with GAE) and update timed apart
-#   compile  (3) compilation on/off. linen vs linen_nojit and torch_compile vs torch are variants of
-#                "overall"; nnx's switch is a flag, so this runs nnx with and without cached_partial
+#   compile  (3) compilation on/off, and settings. linen vs linen_nojit and torch_compile vs torch are variants
+#                of "overall"; this runs the settings beside their script: nnx with and without cached_partial,
+#                and on a GPU torch_compile with and without CUDA graphs
 #   scaling  (4) --num-envs sweep on CartPole-v1 with the small model: cost vs amount of work
 #   learn        CartPole-v1 and Acrobot-v1, each script's default config, over many seeds: does every
 #                variant learn, and how many seconds does it take to?
@@ -39,7 +41,9 @@ PYTHON=${PYTHON:-python3}
 PLAN=$ROOT/bench/plan.py
 # Every run compiles from cold, as JAX does by default (its persistent compilation cache is off):
 # torch.compile would otherwise reuse kernels cached on disk by earlier runs, and its iteration 0
-# would measure the cache, not the compiler.
+# would measure the cache, not the compiler. Triton keeps the GPU kernels it compiles in a cache of
+# its own (~/.triton/cache) that this does not turn off: each run gets its own empty Triton and
+# Inductor cache directories as well, removed when it ends (run_one).
 export TORCH_COMPILE_FORCE_DISABLE_CACHES=1
 
 usage() {
@@ -47,7 +51,7 @@ usage() {
   cat <<'EOF'
 
 Options:
-  --preset NAME        quick | cpu | full | learn | gpu-check (default full)
+  --preset NAME        quick | cpu | full | gpu | learn | gpu-check (default full)
   --out DIR            output directory (default benchmark_out/PRESET)
   --variants LIST      comma-separated names of ppo_*.py scripts (jax_linen for ppo_jax_linen.py; default all)
   --envs LIST          gymnax ids for overall, sync, compile and learn (scaling uses CartPole-v1)
@@ -57,6 +61,8 @@ Options:
   --timeout SECONDS    per-run time limit (default: the preset's)
   --retry-failed       rerun runs whose record is a failure record (default: keep it, skip the run)
   --dry-run            print the plan and what is already done; run nothing
+  --part I             run part I of the preset's plan alone (gpu: 1..10): the plan cut, in its order, into parts
+                       of whole blocks and about as many runs, to run in sittings; --dry-run without it lists them
   --list               print the plan, one "INDEX NAME" line per run (indices 1..N); run nothing
   --task I             run the plan's run I alone: skipped if its record exists (or another process
                        runs it: each run is claimed with flock on OUT/logs/NAME.lock), else its record
@@ -157,6 +163,11 @@ stop_run() {
   wait 2>/dev/null || true
 }
 
+# The compiler cache directory of the run in flight (run_one), removed when the run ends, however it ends: here, or
+# on a signal (on_signal, start_slot). A sweep killed outright (SIGKILL) leaves it in TMPDIR.
+RUN_CACHE=
+drop_cache() { [[ -z $RUN_CACHE ]] || rm -rf "$RUN_CACHE"; RUN_CACHE=; }
+
 # run_one INDEX: run it under the time limit; print the outcome; on failure write the record.
 run_one() {
   run "$1"
@@ -166,13 +177,17 @@ run_one() {
              --json-out "$file" --no-tensorboard --quiet $R_FLAGS)
   mkdir -p "$(dirname "$file")" "$(dirname "$log")"
   local start rc=0 duration reason
+  RUN_CACHE=$(mktemp -d -t benchback-run.XXXXXX) || { echo "FAILED: cannot make a temporary directory (TMPDIR)"; return 1; }
   start=$(now_s)
   # In the background so that a signal to this script is handled at once (see on_signal), not
   # after the run. --foreground keeps the run in our process group, so killing the group (a
   # crash, a CI job cancelled) kills the run too rather than leaving it behind; the run is
-  # killed 30 s after its limit if it ignores the TERM.
-  timeout --foreground --kill-after=30 "$TIMEOUT" "${cmd[@]}" >"$log.stdout" 2>"$log.stderr" &
+  # killed 30 s after its limit if it ignores the TERM. Its compiler caches are its own, and empty (see
+  # TORCH_COMPILE_FORCE_DISABLE_CACHES above).
+  TORCHINDUCTOR_CACHE_DIR=$RUN_CACHE/inductor TRITON_CACHE_DIR=$RUN_CACHE/triton \
+    timeout --foreground --kill-after=30 "$TIMEOUT" "${cmd[@]}" >"$log.stdout" 2>"$log.stderr" &
   wait $! || rc=$?
+  drop_cache
   duration=$(($(now_s) - start))
   if ((rc == 0)) && [[ $(record_status "$file") == ok ]]; then
     echo "ok in ${duration}s"; return 0
@@ -224,6 +239,7 @@ summary() {
 on_signal() {
   trap - INT TERM
   stop_run
+  drop_cache  # --task's run; the sweep's slots drop their own
   [[ -z $MSG ]] || rm -rf "$MSG"
   local what="run in flight was"; ((JOBS == 1)) || what="runs in flight were"
   echo
@@ -303,7 +319,7 @@ start_slot() {
   local s=$1 i=$2 dev=
   ((${#DEVICES[@]} == 0)) || dev=${DEVICES[s % ${#DEVICES[@]}]}
   (
-    trap 'stop_run; exit 130' INT TERM
+    trap 'stop_run; drop_cache; exit 130' INT TERM
     [[ -z $dev ]] || export CUDA_VISIBLE_DEVICES=$dev
     rc=0
     claim_and_run "$i" >"$MSG/$s.out" 2>&1 || rc=$?

@@ -33,7 +33,13 @@ import tyro
 VARIANT = os.path.basename(__file__)[: -len(".py")].removeprefix("ppo_")
 # What benchmark.sh, plot.py and the tests know of this script, read from this line without running it
 # (bench/variants.py): its framework, what compiles its iteration, its row and colour in tables and figures.
-TOOLING = {"framework": "torch", "compiles": "torch.compile", "order": 6, "color": "tab:pink"}
+TOOLING = {
+    "framework": "torch",
+    "compiles": "torch.compile",
+    "order": 6,
+    "color": "tab:pink",
+    "gpu_setting": {"tag": "graphs", "flags": "--cuda-graphs", "color": "tab:olive"},
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,7 +91,9 @@ class Args:
     sync_debug: bool = False
     """on a GPU, make torch raise on any host sync inside a timed iteration (torch.cuda.set_sync_debug_mode)"""
     compile_mode: Literal["default", "max-autotune-no-cudagraphs"] = "default"
-    """torch.compile mode (without CUDA graphs: see the README's GPU section)"""
+    """torch.compile mode, without CUDA graphs (--cuda-graphs adds them)"""
+    cuda_graphs: bool = False
+    """on a GPU, replay the policy step, critic and minibatch update as CUDA graphs, recorded in iteration 0"""
     json_out: Optional[str] = None
     """write the result record (JSON, schema 1) to this path"""
     tensorboard: bool = True
@@ -213,17 +221,22 @@ def rollout(runner: Runner, act, critic, env_step, handed_over: list, args: Args
 
 # ---------------------------------------------------------------- compute_gae
 def compute_gae(rewards, values, bootstrap_values, terminated, truncated, gamma, gae_lambda):
-    """GAE over (num_steps, num_envs) tensors, as a loop backwards in time (eager in both torch scripts:
-    compiling would unroll the loop, a long compilation for a small part of an iteration). bootstrap_values[t]
-    is V of the observation step t reached before any reset: a truncation is bootstrapped, only a termination
-    cuts the value off; either one ends the episode, which stops the advantage from flowing back across it."""
-    deltas = rewards + gamma * bootstrap_values * (1.0 - terminated.float()) - values
+    """GAE over (num_steps, num_envs) tensors. bootstrap_values[t] is V of the observation step t reached before any
+    reset: a truncation is bootstrapped, only a termination cuts the value off; either one ends the episode, which
+    stops the advantage from flowing back across it.
+
+    advantage[t] = delta[t] + discount[t] * advantage[t + 1] is solved by doubling, not by CleanRL's loop backwards
+    over the steps: after the round with shift k, advantage[t] holds its terms from steps t .. t+2k-1 and discount[t]
+    the product of the discounts over those steps. log2(num_steps) rounds of whole-tensor ops (eager in both torch
+    scripts): on a GPU a few dozen kernel launches, where the loop takes about 3 * num_steps."""
+    advantages = rewards + gamma * bootstrap_values * (1.0 - terminated.float()) - values
     discounts = gamma * gae_lambda * (1.0 - (terminated | truncated).float())
-    advantages = torch.empty_like(deltas)
-    advantage = torch.zeros_like(deltas[0])
-    for t in reversed(range(deltas.shape[0])):
-        advantage = deltas[t] + discounts[t] * advantage
-        advantages[t] = advantage
+    shift = 1
+    while shift < len(advantages):
+        # Out of place: each round reads the previous round's values. The last `shift` steps are complete already.
+        advantages = torch.cat([advantages[:-shift] + discounts[:-shift] * advantages[shift:], advantages[-shift:]])
+        discounts = torch.cat([discounts[:-shift] * discounts[shift:], discounts[-shift:]])
+        shift *= 2
     return advantages, advantages + values
 
 
@@ -336,8 +349,20 @@ def train(args: Args) -> dict:
         obs, env_state, episode, outputs, finished = step_envs(env, env_params, step_key, env_state, episode, action)
         return key, env_state, episode, obs, (*outputs, *finished)
 
-    # Functions compiled whole (a compiled module would compile its forward() alone); fixed shapes.
-    compiled = lambda fn: torch.compile(fn, mode=args.compile_mode, dynamic=False)
+    # CUDA graphs are what reduce-overhead adds to default, and max-autotune to max-autotune-no-cudagraphs
+    # (torch.compile's docstring): one launch replays a whole compiled function, where each kernel was launched alone.
+    graphs = {"default": "reduce-overhead", "max-autotune-no-cudagraphs": "max-autotune"}
+    mode = graphs[args.compile_mode] if args.cuda_graphs else args.compile_mode
+
+    def compiled(fn):
+        """fn compiled whole (a compiled module would compile its forward() alone), for fixed shapes."""
+        fn = torch.compile(fn, mode=mode, dynamic=False)
+        if not args.cuda_graphs:
+            return fn
+        # A graph's outputs live in memory that the next graph's replay reuses, and the rollout and the update keep
+        # theirs: "clone the tensor outside of torch.compile()" (torch/_inductor/cudagraph_trees.py). The inputs
+        # that are not parameters or optimizer state are copied into the graph's own on each replay, by torch.
+        return lambda *inputs: torch.utils._pytree.tree_map(torch.clone, fn(*inputs))
 
     # Compiled, the Exp(1) draws come from inductor's own generator (seeded from torch's): ppo_torch.py's draws differ.
     @compiled
@@ -348,7 +373,16 @@ def train(args: Args) -> dict:
     def learn_minibatch(batch: Batch, index):
         return minibatch_step(agent, optimizer, batch, index, args)
 
-    critic = compiled(agent.value)
+    value = compiled(agent.value)
+    warm_up = [True] if args.cuda_graphs else []
+
+    def critic(obs):
+        # A function's first call warms its graph up and its second records it (cudagraph_trees.py: warmed_up_functions).
+        # The critic runs once an iteration, so iteration 0 runs it twice: no graph is recorded after iteration 0.
+        if warm_up:
+            warm_up.clear()
+            value(obs)  # the warm-up run; its values are computed again below
+        return value(obs)
 
     def collect(runner: Runner):
         """Rollout, then GAE; returns the flat batch and the iteration's episode statistics."""
@@ -373,7 +407,10 @@ def train(args: Args) -> dict:
         # Timed: no host read of a tensor; the only sync is the one that ends each timer. The JAX env steps run
         # under jax's transfer guard: an implicit copy between host and device fails the run instead of slowing it.
         t0 = time.perf_counter()
-        with jax.transfer_guard("disallow"), cuda_sync_debug(args.sync_debug and device.type == "cuda"):
+        # Recording a CUDA graph synchronizes (torch.cuda.graph begins with torch.cuda.synchronize()): with
+        # --cuda-graphs, torch's sync trap is on from iteration 1, once every graph is recorded.
+        trap_syncs = args.sync_debug and device.type == "cuda" and not (args.cuda_graphs and iteration == 0)
+        with jax.transfer_guard("disallow"), cuda_sync_debug(trap_syncs):
             if args.anneal_lr:  # CleanRL anneals once per iteration: the rate is constant within an update.
                 lr.fill_(args.learning_rate * (1.0 - iteration / num_iterations))
             if args.sync_timing:
@@ -462,6 +499,8 @@ def check_args(args: Args):
     if gpu != (args.cuda and jax.default_backend() == "gpu"):
         has, lacks = ("torch", "jax") if gpu else ("jax", "torch")
         raise UsageError(f"{has} sees a GPU but {lacks} does not: install both with CUDA or pass --no-cuda")
+    if args.cuda_graphs and not gpu:  # own
+        raise UsageError("--cuda-graphs needs an NVIDIA GPU that torch and jax both see: CUDA graphs replay GPU work")  # own
     if args.cuda and not gpu:
         print("no GPU visible to torch or jax: running on the CPU", file=sys.stderr)
     if args.matmul_precision == "high" and not gpu:

@@ -1,133 +1,399 @@
-"""The first command for a GPU owner: every variant, a few iterations, every check on.
+"""The first command for a GPU owner: a preflight, then every variant for a few iterations with every check on.
 
-    bash benchmark.sh --preset gpu-check      # or: python bench/gpu_check.py
+    bash benchmark.sh --preset gpu-check      # or: python bench/gpu_check.py [--variants jax_linen,torch]
 
-Runs each variant script's train() in this process (CartPole-v1, size s, 3 short iterations, with
---cuda as a user would) and checks that:
-- it runs where it should: on the GPU in every framework it imports when any framework sees a GPU,
-  else on the CPU (a framework without the GPU is an error the script names);
-- nothing compiles after iteration 0;
-- no host sync happens in a timed iteration: jax's transfer guard is on in the scripts, the traps of
-  bench/sync_traps.py fail any host read of a JAX array or a torch tensor there, and on a GPU the
-  torch scripts run with --sync-debug (torch.cuda.set_sync_debug_mode("error")).
-Prints one table, and exits 1 if any check fails (2 on bad input).
+The preflight (bench/gpu_preflight.py) checks the NVIDIA driver against the CUDA builds of torch and jax, the C compiler
+Triton needs, and that each framework really sees the GPU. Then each row runs in a process of its own, with the
+environment a sweep gives a run (TORCH_COMPILE_FORCE_DISABLE_CACHES=1, fresh torch.compile and Triton cache directories,
+JAX's memory settings as the script makes them): a variant's train() (CartPole-v1, size s, 3 short iterations, --cuda),
+checked for
+- devices: on the GPU in every framework it uses when a GPU is present, else on the CPU;
+- compiles after 0: nothing compiles after iteration 0;
+- host syncs: no host read in a timed iteration (jax's transfer guard, the traps of bench/sync_traps.py, and on a GPU
+  the torch scripts' --sync-debug);
+- sleep detector (GPU only): the waits those cannot see, found by timing (SleepDetector says how);
+- race (GPU only): the same returns when a second process runs with CUDA_LAUNCH_BLOCKING=1, under which every kernel
+  launch waits for the one before (CUDA's environment variable, JAX's launches included): no result may depend on the
+  order of two streams, such as a DLPack hand-over's.
+Rows more: each setting only a GPU runs (torch_compile+graphs, with --cuda-graphs: the same returns as without, to float
+rounding), and jax_linen on Asterix-MinAtar, whose step has a data-dependent lax.while_loop: XLA's GPU runtime (its
+WhileThunk) copies the condition of a loop without a known trip count to the host and waits for it, every trip. Does a
+check see it? Exit code 1 if any check fails (preflight included), 2 on bad input.
 """
 
 import argparse
-import importlib.util
+import contextlib
+import json
+import math
 import os
+import subprocess
 import sys
+import tempfile
+import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
-from load_script import load  # noqa: E402
+from gpu_preflight import SKIPPED, preflight  # noqa: E402
+from load_script import load, write_atomic  # noqa: E402
 from sync_traps import HostSync, trapped_host_reads  # noqa: E402
-from variants import scripts  # noqa: E402
+from variants import discover, scripts  # noqa: E402
 
-VARIANTS = {v.name: v for v in scripts()}  # the ppo_*.py scripts (bench/variants.py)
-# Short but whole iterations: rollout, GAE, epochs of minibatch updates.
+DISCOVERED = discover()  # the ppo_*.py scripts and their settings (bench/variants.py)
+VARIANTS = {v.name: v for v in scripts(DISCOVERED)}
+# Short but whole iterations: rollout, GAE, minibatch updates. Small: while the sleep detector holds the device back, an
+# iteration's work must fit the device's queues (a torch script's: 9 JAX programs and a few hundred kernels; SleepDetector).
 SHORT = dict(
     env_id="CartPole-v1",
     hidden="64,64",
     num_envs=32,
-    num_steps=32,
-    num_minibatches=4,
-    update_epochs=2,
-    total_timesteps=3 * 32 * 32,
+    num_steps=8,
+    num_minibatches=2,
+    update_epochs=1,
+    total_timesteps=3 * 32 * 8,
     tensorboard=False,
     quiet=True,
 )
+COLUMNS = ["variant", "devices", "compiles after 0", "host syncs", "sleep detector", "race", "result"]
+CHILD_TIMEOUT = 1800  # seconds: a compile of torch_compile on a slow machine, with room to spare
+RTOL = 1e-4  # returns agree "to float rounding": a run's returns are sums of rewards over episode counts
 
 
-def gpu_visible() -> dict:
-    """Which frameworks see a GPU."""
-    import jax
+class Row(NamedTuple):
+    name: str
+    variant: str
+    fields: dict  # Args fields it sets beyond SHORT
+    gpu_only: bool = False
+    same_returns_as: Optional[str] = None  # a row whose returns this one must repeat
 
-    try:
-        jax_gpu = bool(jax.devices("gpu"))
-    except RuntimeError:
-        jax_gpu = False
-    seen = {"jax": jax_gpu}
-    if importlib.util.find_spec("torch"):
+
+def switches(flags: tuple) -> dict:
+    """A setting's flags, on/off switches all, as Args fields: ("--cuda-graphs",) -> {"cuda_graphs": True}."""
+    names = [flag.removeprefix("--").replace("-", "_") for flag in flags]
+    return {name.removeprefix("no_"): not name.startswith("no_") for name in names}
+
+
+# Rows beyond one per variant, each run with its variant: the settings only a GPU runs (bench/variants.py: torch.compile
+# with CUDA graphs), which must repeat their script's returns, and Asterix.
+EXTRAS = [
+    Row(v.name, v.setting_of, switches(v.flags), gpu_only=True, same_returns_as=v.setting_of) for v in DISCOVERED if v.gpu_only
+] + [Row("jax_linen@Asterix-MinAtar", "jax_linen", {"env_id": "Asterix-MinAtar"})]
+
+
+def rows_for(variants: list) -> list:
+    return [row for v in variants for row in [Row(v, v, {}), *(e for e in EXTRAS if e.variant == v)]]
+
+
+ROWS = {row.name: row for row in rows_for(list(VARIANTS))}
+
+
+# ---------------------------------------------------------------- the sleep detector
+def sleep_verdict(sleep_s: float, reached_s: float, returned_s: float, margin_s: float) -> str:
+    """The sleep detector's decision, all times in seconds from the moment the sleep was queued on the idle device: the
+    sleep as the device measured it, when the host reached the iteration's final sync, when that sync returned, and
+    how early the host must have arrived. The sleep ends at sleep_s or later, so a host that waited for the device on
+    the way arrived after that; an iteration queued behind the sleep cannot end before it."""
+    if returned_s < sleep_s:
+        return f"FAIL: the iteration ended {returned_s:.3f} s into a {sleep_s:.3f} s sleep: it did not wait for it"
+    if reached_s > sleep_s - margin_s:
+        return f"FAIL: the host reached the final sync {reached_s:.3f} s into a {sleep_s:.3f} s sleep: something waited"
+    return f"ok ({reached_s:.3f} s of a {sleep_s:.3f} s sleep)"
+
+
+class SleepDetector:
+    """A host sync in a timed iteration on a GPU that the traps cannot see (cudaDeviceSynchronize, an event's wait,
+    XLA's own waits), found by timing. Queued between the last two iterations, a long sleep on the device
+    (torch.cuda._sleep, a kernel that spins for a number of clock cycles, calibrated here) holds back all the last
+    iteration's work, which the host queues without waiting: it should reach the iteration's final sync long before the
+    sleep ends. If it arrives after, something on the way waited for the device.
+
+    The torch scripts queue their work behind the sleep on torch's stream, and JAX's through the DLPack hand-overs.
+    The JAX scripts get the sleep the same way, by construction: a tensor made after it is handed to JAX, whose
+    from_dlpack passes its external-ready-event stream to torch's __dlpack__, which makes that stream wait for torch's
+    (torch/_tensor.py); XLA records the buffer's definition event on that stream (CreateViewOfDeviceBuffer,
+    xla/pjrt/pjrt_stream_executor_client.cc): the wait attaches to the buffer, not to JAX's compute stream. A small JAX
+    program reads the buffer, so the device's one compute stream waits for the event, and every program queued after,
+    the iteration's included, runs after it (the same file's notes: one stream for compute). The verdict checks that
+    the iteration did end after the sleep.
+
+    Not measured: an eager JAX loop (linen_nojit, a program per op). XLA's GPU client keeps at most 32 programs queued
+    ahead of the device (max_inflight_computations, xla/pjrt/plugin/xla_gpu/xla_gpu_client_options.h), so such a loop
+    waits for a sleeping device by design. CUDA's launch queue is finite too (about a thousand kernels a stream, as
+    reported on NVIDIA's forums, not documented): hence the small iterations of SHORT."""
+
+    CALIBRATION_CYCLES = 1_000_000
+
+    def __init__(self, framework: str):
         import torch
 
-        seen["torch"] = torch.cuda.is_available()
-    return seen
+        self.torch, self.framework = torch, framework
+        self.armed = self.reached = self.returned = None
+        self.hold = []  # buffers handed to JAX, kept until the device is done with them (ppo_torch.py's rollout says why)
+
+    def prepare(self):
+        """The sleep's clock rate (the median of 5, as torch's tests calibrate it); for JAX, the reading program compiled."""
+        torch, rates = self.torch, []
+        for _ in range(5):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            torch.cuda._sleep(self.CALIBRATION_CYCLES)
+            end.record()
+            end.synchronize()
+            rates.append(self.CALIBRATION_CYCLES / (start.elapsed_time(end) / 1000))
+        self.cycles_per_s = sorted(rates)[2]
+        if self.framework == "jax":
+            import jax
+
+            self.read = jax.jit(lambda x: x + 1)
+            self.hand_over().block_until_ready()
+
+    def hand_over(self):
+        """A tensor made after all torch's queued work, handed to JAX and read by a JAX program."""
+        import jax
+
+        marker = self.torch.zeros(1, device="cuda")
+        imported = jax.dlpack.from_dlpack(marker)
+        self.hold += [marker, imported]
+        return self.read(imported)
+
+    def arm(self, duration: float):
+        """Sleep through the next iteration: 20 times this one's duration, 0.5 to 10 s."""
+        torch = self.torch
+        self.events = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+        self.armed = time.perf_counter()
+        self.events[0].record()
+        torch.cuda._sleep(int(min(max(20 * duration, 0.5), 10.0) * self.cycles_per_s))
+        self.events[1].record()
+        if self.framework == "jax":
+            self.hold.append(self.hand_over())
+
+    def log_hook(self, original):
+        """Log.iteration, which the scripts call after each iteration, outside its timed region."""
+
+        def iteration(log, duration, phases, metrics):
+            if not log.durations:  # before the script counts iteration 0's compilations: the reading program's is one
+                self.prepare()
+            original(log, duration, phases, metrics)
+            if len(log.durations) == log.num_iterations - 1:
+                self.arm(duration)
+
+        return iteration
+
+    def sync_hook(self, original):
+        """The iteration's final sync (torch scripts: synchronize; JAX scripts: jax.block_until_ready), timed."""
+
+        def synced(*args, **kwargs):
+            if self.armed is None or self.reached is not None:
+                return original(*args, **kwargs)
+            self.reached = time.perf_counter()
+            result = original(*args, **kwargs)
+            self.returned = time.perf_counter()
+            return result
+
+        return synced
+
+    def verdict(self) -> str:
+        if self.returned is None:
+            return "FAIL: the iteration with the sleep never reached its final sync"
+        self.events[1].synchronize()
+        sleep = self.events[0].elapsed_time(self.events[1]) / 1000
+        return sleep_verdict(sleep, self.reached - self.armed, self.returned - self.armed, margin_s=sleep / 2)
 
 
-def check(variant: str, expect_gpu: bool) -> dict:
-    """One variant's row of the table."""
-    row = {"variant": variant, "devices": "-", "compiles after 0": "-", "host syncs": "-", "result": "ok"}
+def detector_skipped(spec, gpu: bool) -> Optional[str]:
+    """Why the sleep detector cannot run for this variant here, or None."""
+    if not gpu:
+        return SKIPPED
+    if spec.framework == "jax" and not spec.compiles:
+        return "skipped: eager JAX waits for a sleeping device by design (at most 32 programs queued)"
     try:
-        module = load(VARIANTS[variant].script, f"benchback_{variant}")
-        is_torch = VARIANTS[variant].framework == "torch"
-        # Trapping torch's scalar reads would make dynamo trace around them: compiled variants go without it.
-        with trapped_host_reads(torch_too=is_torch, scalar_reads=is_torch and not VARIANTS[variant].compiles) as trapped:
-            extra = {"sync_debug": True} if is_torch else {}  # CUDA's own trap, on a GPU
-            record = module.train(module.Args(**SHORT, cuda=True, **extra))
+        import torch
+    except ImportError:
+        torch = None
+    if torch is None or not torch.cuda.is_available():
+        return "skipped: its device sleep needs torch with CUDA"
+    return None
+
+
+@contextlib.contextmanager
+def sleep_detector(module, spec, gpu: bool):
+    """Yields a dict whose "verdict" is set on leaving: the detector's, or why it was skipped."""
+    outcome = {"verdict": detector_skipped(spec, gpu)}
+    if outcome["verdict"]:
+        yield outcome
+        return
+    detector = SleepDetector(spec.framework)
+    if spec.framework == "torch":
+        final_sync = (module, "synchronize")
+    else:
+        import jax
+
+        final_sync = (jax, "block_until_ready")
+    hooks = [(module.Log, "iteration", detector.log_hook), (*final_sync, detector.sync_hook)]
+    originals = [(owner, name, getattr(owner, name)) for owner, name, _ in hooks]
+    try:
+        for (owner, name, hook), (_, _, original) in zip(hooks, originals):
+            setattr(owner, name, hook(original))
+        yield outcome
+    finally:
+        for owner, name, original in originals:
+            setattr(owner, name, original)
+    outcome["verdict"] = detector.verdict()
+
+
+# ---------------------------------------------------------------- a row, in a process of its own
+def run_one(row: Row, gpu: bool, plain: bool) -> dict:
+    """One row, in this process: train() with every check on (plain: none, for the race check's second run)."""
+    spec = VARIANTS[row.variant]
+    is_torch = spec.framework == "torch"
+    out, detector = {"error": None, "trapped": []}, {"verdict": SKIPPED}
+    try:
+        module = load(spec.script, f"benchback_{row.variant}")
+        debug = {"sync_debug": True} if is_torch and not plain else {}  # CUDA's own trap, on a GPU
+        args = module.Args(**{**SHORT, **row.fields, "cuda": True, **debug})
+        with contextlib.ExitStack() as checks:
+            if not plain:
+                # Trapping torch's scalar reads would make dynamo trace around them: compiled variants go without it.
+                scalar_reads = is_torch and not spec.compiles
+                out["trapped"] = checks.enter_context(trapped_host_reads(torch_too=is_torch, scalar_reads=scalar_reads))
+                detector = checks.enter_context(sleep_detector(module, spec, gpu))
+            record = module.train(args)
+        out["detector"] = detector["verdict"]
     except HostSync as e:
-        row.update({"host syncs": "trapped", "result": f"FAIL: {e}"})
-        return row
+        out["error"] = f"FAIL: {e}"
+        return out
     except Exception as e:  # a usage error (a framework without the GPU) or a crash: name it
-        row["result"] = f"FAIL: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-        traceback.print_exc(file=sys.stderr)
-        return row
-    devices = record["devices"]
+        traceback.print_exc()
+        out["error"] = f"FAIL: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        return out
+    out.update({k: record[k] for k in ("devices", "compiles_after_first_iteration", "episodic_return", "final_return")})
+    return out
+
+
+# ---------------------------------------------------------------- the verdicts and the table
+def returns_differ(a: dict, b: dict) -> Optional[str]:
+    """None if two runs' returns (each iteration's mean episodic return, and the final one) agree to RTOL; else both."""
+
+    def close(x, y):
+        return x is None and y is None or None not in (x, y) and math.isclose(x, y, rel_tol=RTOL, abs_tol=1e-6)
+
+    pairs = [*zip(a["episodic_return"], b["episodic_return"]), (a["final_return"], b["final_return"])]
+    if len(a["episodic_return"]) == len(b["episodic_return"]) and all(close(x, y) for x, y in pairs):
+        return None
+    return f"{a['episodic_return']} (final {a['final_return']}) vs {b['episodic_return']} (final {b['final_return']})"
+
+
+def judge(row: Row, gpu: bool, run: dict, blocking: Optional[dict] = None, base: Optional[dict] = None) -> dict:
+    """The row's cells from its run's result, the CUDA_LAUNCH_BLOCKING=1 run's (GPU only) and the run it must repeat."""
+    cells = dict.fromkeys(COLUMNS, "-") | {"variant": row.name}
+    if run["error"]:
+        cells.update({"host syncs": "trapped" if run["trapped"] else "-", "result": run["error"]})
+        return cells
+    devices = run["devices"]
     on_gpu = all(not d.startswith(("cpu", "TFRT_CPU")) for d in devices.values())
-    row.update(
-        {
-            "devices": ", ".join(f"{k} {v}" for k, v in devices.items()),
-            "compiles after 0": record["compiles_after_first_iteration"],
-            "host syncs": len(trapped),
-        }
-    )
-    problems = []
-    if on_gpu != expect_gpu:
-        problems.append("on the CPU though a GPU is visible" if expect_gpu else "on a GPU no framework reported")
-    if record["compiles_after_first_iteration"]:
-        problems.append("compiled after iteration 0")
-    if trapped:
-        problems.append("host syncs in a timed iteration")
-    if problems:
-        row["result"] = "FAIL: " + "; ".join(problems)
-    return row
+    compiles = run["compiles_after_first_iteration"]
+    cells.update({"devices": ", ".join(f"{k} {v}" for k, v in devices.items()), "compiles after 0": compiles})
+    cells.update({"host syncs": len(run["trapped"]), "sleep detector": run["detector"], "race": SKIPPED})
+    if gpu and blocking:
+        differ = returns_differ(run, blocking) if not blocking["error"] else f"its run failed: {blocking['error']}"
+        cells["race"] = f"FAIL: under CUDA_LAUNCH_BLOCKING=1, {differ}" if differ else "ok"
+    elif gpu:  # a row whose returns must repeat another's: that one's twin stands for it
+        cells["race"] = f"skipped: its returns are compared with {row.same_returns_as}'s"
+    problems = [
+        ("on the CPU though a GPU is present" if gpu else "on a GPU no framework reported") if on_gpu != gpu else None,
+        "compiled after iteration 0" if compiles else None,
+        "host syncs in a timed iteration" if run["trapped"] else None,
+        "sleep detector" if cells["sleep detector"].startswith("FAIL") else None,
+        "race" if cells["race"].startswith("FAIL") else None,
+    ]
+    if row.same_returns_as:
+        differ = returns_differ(run, base) if base and not base["error"] else "no run to compare with"
+        problems.append(f"returns differ from {row.same_returns_as}'s: {differ}" if differ else None)
+    problems = [p for p in problems if p]
+    cells["result"] = "FAIL: " + "; ".join(problems) if problems else "ok"
+    return cells
+
+
+def run_child(row: Row, gpu: bool, plain: bool = False, env: Optional[dict] = None) -> dict:
+    """run_one in a fresh process, in a fresh temporary directory that holds its caches and its result."""
+    with tempfile.TemporaryDirectory(prefix="gpu-check-") as tmp:
+        caches = {"TORCHINDUCTOR_CACHE_DIR": os.path.join(tmp, "inductor"), "TRITON_CACHE_DIR": os.path.join(tmp, "triton")}
+        child_env = {**os.environ, "TORCH_COMPILE_FORCE_DISABLE_CACHES": "1", **caches, **(env or {})}
+        result = os.path.join(tmp, "result.json")
+        command = [sys.executable, __file__, "--one", row.name, "--json-result", result, "--expect", "gpu" if gpu else "cpu"]
+        try:  # the child's output goes to stderr: stdout holds the tables
+            proc = subprocess.run(command + ["--plain"] * plain, env=child_env, stdout=2, timeout=CHILD_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            return {"error": f"FAIL: no result after {CHILD_TIMEOUT} s", "trapped": []}
+        if not os.path.exists(result):
+            return {"error": f"FAIL: its process exited with code {proc.returncode}", "trapped": []}
+        with open(result) as f:
+            return json.load(f)
+
+
+def check(row: Row, gpu: bool, done: dict) -> dict:
+    """Run a row (and on a GPU its CUDA_LAUNCH_BLOCKING=1 twin); `done` holds the runs so far, by row."""
+    if row.gpu_only and not gpu:
+        skipped = dict.fromkeys(("sleep detector", "race", "result"), SKIPPED)
+        return dict.fromkeys(COLUMNS, "-") | {"variant": row.name} | skipped
+    print(f"gpu-check: {row.name} ...", flush=True)
+    done[row.name] = run_child(row, gpu)
+    blocking = None
+    if gpu and not row.same_returns_as:  # CUDA graphs' capture and CUDA_LAUNCH_BLOCKING are not tried together
+        print(f"gpu-check: {row.name} again, with CUDA_LAUNCH_BLOCKING=1 ...", flush=True)
+        blocking = run_child(row, gpu, plain=True, env={"CUDA_LAUNCH_BLOCKING": "1"})
+    return judge(row, gpu, done[row.name], blocking, done.get(row.same_returns_as))
+
+
+def check_all(rows: list, gpu: bool) -> list:
+    """Every row's cells. On a GPU one process at a time: each JAX process takes 75% of its memory, and a row may need
+    another's run. Without one, a process a core: gpu-check times nothing."""
+    done = {}
+    if gpu:
+        return [check(row, gpu, done) for row in rows]
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    with ThreadPoolExecutor(max_workers=cores or 1) as pool:
+        return list(pool.map(lambda row: check(row, gpu, done), rows))
+
+
+def table(header: list, rows: list) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(str(cell).replace("|", "/") for cell in row) + " |" for row in rows])
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, from " + ",".join(VARIANTS))
+    for internal in ("--one", "--json-result", "--expect"):  # a row's own process (run_child)
+        parser.add_argument(internal, help=argparse.SUPPRESS)
+    parser.add_argument("--plain", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    variants = [v for v in args.variants.split(",") if v]
+    if args.one:
+        write_atomic(args.json_result, json.dumps(run_one(ROWS[args.one], args.expect == "gpu", args.plain)))
+        return 0
+    variants = list(dict.fromkeys(v for v in args.variants.split(",") if v))
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown or not variants:
-        print(
-            f"error: unknown variant(s) {', '.join(unknown) or '(none given)'}; valid: {', '.join(VARIANTS)}", file=sys.stderr
-        )
+        given = ", ".join(unknown) or "(none given)"
+        print(f"error: unknown variant(s) {given}; valid: {', '.join(VARIANTS)}", file=sys.stderr)
         return 2
-    os.environ.setdefault("TORCH_COMPILE_FORCE_DISABLE_CACHES", "1")
-    seen = gpu_visible()
-    expect_gpu = any(seen.values())
+    checks, gpu = preflight()
+    print(f"gpu-check: preflight ({'a GPU is present' if gpu else 'no GPU: every GPU-only check is skipped'})")
+    print(table(["preflight", "result"], checks), flush=True)
+    rows = check_all(rows_for(variants), gpu)
+    print(table(COLUMNS, [[row[c] for c in COLUMNS] for row in rows]))
+    ran = [row for row in rows if row["result"] != SKIPPED]
+    failed = [row["variant"] for row in ran if row["result"] != "ok"]
+    bad = [item for item, result in checks if result.startswith("FAIL")]
     print(
-        f"gpu-check: GPU visible to {', '.join(k for k, v in seen.items() if v) or 'no framework'}; "
-        f"expecting every run on the {'GPU' if expect_gpu else 'CPU'}",
-        flush=True,
-    )
-    rows = []
-    for variant in variants:
-        print(f"  {variant} ...", flush=True)
-        rows.append(check(variant, expect_gpu))
-    header = list(rows[0])
-    print("| " + " | ".join(header) + " |\n|" + "---|" * len(header))
-    for row in rows:
-        print("| " + " | ".join(str(row[k]) for k in header) + " |")
-    failed = [r["variant"] for r in rows if r["result"] != "ok"]
-    print(
-        f"gpu-check: {len(rows) - len(failed)} of {len(rows)} variants pass"
+        f"gpu-check: {len(ran) - len(failed)} of {len(ran)} variants pass"
         + (f"; failed: {', '.join(failed)}" if failed else "")
+        + (f"; preflight failed: {', '.join(bad)}" if bad else "")
     )
-    return 1 if failed else 0
+    return 1 if failed or bad else 0
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ class Refused(Exception):
 
 
 VALUE_OPTIONS = ["--preset", "--out", "--variants", "--envs", "--sizes", "--repeats", "--experiments", "--timeout"]
-MODE_OPTIONS = ["--task", "--jobs", "--devices"]  # whose value may be neither empty nor an option
+MODE_OPTIONS = ["--task", "--jobs", "--devices", "--part"]  # whose value may be neither empty nor an option
 
 
 def parse(argv: list) -> SimpleNamespace:
@@ -120,8 +120,10 @@ def devices_and_jobs(a, gpu_check: bool) -> tuple:
         raise Refused("--jobs and --devices do not combine with --list, --task or --dry-run")
     if a.slurm and a.devices:
         raise Refused("--devices does not combine with --slurm (SLURM gives each task its GPU)")
-    if gpu_check and (a.list or a.slurm or a.task or a.jobs or a.devices):
+    if gpu_check and (a.list or a.slurm or a.task or a.jobs or a.devices or a.part):
         raise Refused("the gpu-check preset is a check, not a sweep: it has no runs to list, split or submit")
+    if a.part and (a.list or a.slurm or a.task):
+        raise Refused("--part does not combine with --list, --task or --slurm (they number the whole plan)")
     if a.devices:
         devices = fields(a.devices)
         if not devices:
@@ -145,7 +147,8 @@ def visible_gpus() -> list:
         listed = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], capture_output=True, text=True)
     except OSError:
         return []
-    return [line.replace(" ", "") for line in listed.stdout.splitlines()]
+    # Without a GPU (or its driver), nvidia-smi says so on stdout and fails: no index then.
+    return [line.strip() for line in listed.stdout.splitlines() if line.strip().isdigit()] if listed.returncode == 0 else []
 
 
 def check_jobs(runs: list, jobs: int, devices: list) -> None:
@@ -179,7 +182,10 @@ def make_plan(p: dict, variants: list) -> list:
     variants' order rotates from block to block, so that no variant always runs first after a pause (or after a
     run that leaves the machine warm)."""
     by_name = {v.name: v for v in variants}  # the scripts and their settings (jax_nnx+nocache)
-    compile_off = {v.compile_off_of: v.name for v in variants if v.flags}
+    settings_of = {}  # each script's settings in this plan
+    for v in variants:
+        if v.setting_of:
+            settings_of.setdefault(v.setting_of, []).append(v.name)
     restrict, iteration, runs = p["restrict"], p["iteration"], []
 
     def allowed(key, dim, items):
@@ -212,10 +218,10 @@ def make_plan(p: dict, variants: list) -> list:
         for exp in p["experiments"]:
             if exp in ("overall", "sync"):
                 grid(exp, seed, ["--sync-timing"] if exp == "sync" else [], names)
-            elif exp == "compile":  # the variants with a setting that switches compilation off: both, block by block
+            elif exp == "compile":  # each script with a setting (compilation off, CUDA graphs) and its settings, in blocks
                 for v in names:
-                    if v in compile_off:
-                        grid(exp, seed, [], [v, compile_off[v]])
+                    if v in settings_of:
+                        grid(exp, seed, [], [v, *settings_of[v]])
             elif exp == "scaling":
                 for n in p["scaling_num_envs"]:
                     block(exp, "CartPole-v1", "s", seed, n, p["scaling_iterations"], [], allowed(exp, "variants", names))
@@ -243,23 +249,58 @@ def load(argv: list) -> SimpleNamespace:
         raise Refused(f"cannot list the variants: {e}") from None
     p = settings(a, [v.name for v in scripts(variants)])
     devices, jobs = devices_and_jobs(a, p["gpu_check"])
-    runs = [] if p["gpu_check"] else make_plan(p, variants)
-    if a.task and not (a.task.isascii() and a.task.isdigit() and a.task[0] != "0" and int(a.task) <= len(runs)):
-        raise Refused(f"--task must be one of the plan's indices, 1..{len(runs)} (see --list); got '{a.task}'")
     sweep = not (a.list or a.slurm or a.task or p["gpu_check"])  # the serial sweep, --jobs or --dry-run
+    # The settings only a GPU runs are in the plans meant for a GPU. A sweep on a machine without one leaves them
+    # out; --list, --task and --slurm keep them, so that a run has the same index where it is listed or submitted as
+    # on the GPU node that runs it.
+    gpu_only = [v.name for v in variants if v.gpu_only] if p["for_gpu"] else []
+    left_out = gpu_only if sweep and gpu_only and not (devices or visible_gpus()) else []
+    planned = [v for v in variants if (p["for_gpu"] or not v.gpu_only) and v.name not in left_out]
+    runs = [] if p["gpu_check"] else make_plan(p, planned)
+    if a.task:
+        if not (a.task.isascii() and a.task.isdigit() and a.task[0] != "0" and int(a.task) <= len(runs)):
+            raise Refused(f"--task must be one of the plan's indices, 1..{len(runs)} (see --list); got '{a.task}'")
+        variant = variant_of(runs[int(a.task) - 1])
+        if variant in gpu_only and not visible_gpus():
+            raise Refused(f"--task {a.task}: {variant} needs a GPU, and none is visible here")
+    if a.part and not (a.part.isascii() and a.part.isdigit() and a.part[0] != "0" and int(a.part) <= p["parts"]):
+        raise Refused(f"--part must be one of 1..{p['parts']} (the preset's parts); got '{a.part}'")
     if sweep:
         check_jobs(runs, jobs or 1, devices)
     out = os.path.realpath(a.out or f"benchmark_out/{a.preset}")  # absolute: the runs get it in --json-out
-    return SimpleNamespace(args=a, p=p, variants=variants, runs=runs, devices=devices, jobs=jobs, sweep=sweep, out=out)
+    return SimpleNamespace(
+        args=a, p=p, variants=planned, runs=runs, devices=devices, jobs=jobs, sweep=sweep, out=out, left_out=left_out
+    )
 
 
-def estimate(runs: list, at_once: int) -> str:
-    """Those runs' estimated duration, from the costs measured before (bench/run_costs.py)."""
+def variant_of(run: tuple) -> str:
+    """The variant (or setting) a run of the plan runs: NAME is EXPERIMENT/VARIANT__ENV__..."""
+    return run[0].split("/")[1].split("__")[0]
+
+
+def parts_of(runs: list, n: int) -> list:
+    """Each run's part, 1..n: the plan, in its order, cut into n parts of about as many runs, each of whole blocks
+    (the runs a ratio compares: one experiment, env, size, num_envs and seed, run back to back)."""
+
+    def block(run):
+        return run[5], run[0].split("__", 1)[1]  # the experiment, and the name after its variant
+
+    part, first = [], 0
+    for i, run in enumerate(runs):
+        if i and block(run) != block(runs[i - 1]):
+            first = i
+        part.append(first * n // len(runs) + 1)
+    return part
+
+
+def estimate(runs: list, at_once: int, gpu: bool, source: bool = True) -> str:
+    """Those runs' estimated duration, from the costs measured before (bench/run_costs.py; for a GPU, derived from
+    them), and (source) what it comes from."""
     try:
         import run_costs
 
-        lines = [f"{name.split('/')[1].split('__')[0]} {env} {size} {n}" for name, _, env, _, _, _, size, n, _ in runs]
-        return run_costs.estimate(lines, run_costs.COSTS, at_once)
+        lines = [f"{variant_of(run)} {run[2]} {run[6]} {run[7]}" for run in runs]
+        return run_costs.estimate(lines, run_costs.COSTS, at_once, gpu, source)
     except Exception:  # an estimate is never worth stopping the sweep for
         return "no estimate (bench/run_costs.py failed)"
 
@@ -301,24 +342,38 @@ def plan_command(argv: list) -> int:
         "LISTING": "".join(f"{i} {run[0]}\n" for i, run in enumerate(runs, 1)) if a.list else "",
     }
     if plan.sweep:
-        status = [record_status(os.path.join(out, f"{run[0]}.json")) for run in runs]
-        done = [s == "ok" or s == "failed" and not a.retry_failed for s in status]
-        todo = [i for i, d in enumerate(done) if not d]
+        n = p["parts"]
+        part = parts_of(runs, n)
+        chosen = [i for i in range(len(runs)) if not a.part or part[i] == int(a.part)]  # indices into runs
+        status = {i: record_status(os.path.join(out, f"{runs[i][0]}.json")) for i in chosen}
+        done = {i: s == "ok" or s == "failed" and not a.retry_failed for i, s in status.items()}
+        todo = [i for i in chosen if not done[i]]
         where = ""
         if values["PARALLEL"]:
             where = f", {jobs} at a time " + (f"on devices {','.join(plan.devices)}" if plan.devices else "on the CPU")
-        n_done = len(runs) - len(todo)
+        n_done = len(chosen) - len(todo)
         values["TODO"], values["SKIPPED"] = todo, n_done
-        values["OLD_FAILED"] = sum(d and s == "failed" for s, d in zip(status, done))
-        values["INTRO"] = (
-            f"benchback sweep: preset {a.preset}, {len(runs)} runs ({n_done} already done), out {out},"
-            f" per-run limit {p['timeout']}s{where}\n  {estimate([runs[i] for i in todo], jobs)}\n"
-        )
+        values["OLD_FAILED"] = sum(done[i] and status[i] == "failed" for i in chosen)
+        intro = [
+            f"benchback sweep: preset {a.preset}{f', part {a.part} of {n}' if a.part else ''}, {len(chosen)} runs"
+            f" ({n_done} already done), out {out}, per-run limit {p['timeout']}s{where}",
+            f"  {estimate([runs[i] for i in todo], jobs, p['for_gpu'])}",
+        ]
+        if plan.left_out:
+            intro.append(f"  {', '.join(plan.left_out)}: needs a GPU, left out (none is visible here)")
+        values["INTRO"] = "".join(f"{line}\n" for line in intro)
         if a.dry_run:
-            lines = [f"  {exp}: {k} runs" for exp in EXPERIMENTS if (k := sum(run[5] == exp for run in runs))]
-            for i, (run, s, d) in enumerate(zip(runs, status, done), 1):
-                lines.append(f"[{i}/{len(runs)}] {(s.replace('ok', 'done', 1) if d else 'to-run'):<6} {run[0]}  {run[8]}")
-            lines.append(f"plan: {len(runs)} runs, {n_done} already done, {len(todo)} to run")
+            lines = [f"  {exp}: {k} runs" for exp in EXPERIMENTS if (k := sum(runs[i][5] == exp for i in chosen))]
+            if n > 1 and not a.part:  # each part's runs, and the estimate of what is left of it
+                for k in range(1, n + 1):
+                    members = [i for i in chosen if part[i] == k]
+                    if members:
+                        left = estimate([runs[i] for i in members if not done[i]], jobs, p["for_gpu"], source=False)
+                        lines.append(f"  --part {k}: runs {members[0] + 1}-{members[-1] + 1}, {left}")
+            for i in chosen:
+                state = status[i].replace("ok", "done", 1) if done[i] else "to-run"
+                lines.append(f"[{i + 1}/{len(runs)}] {state:<6} {runs[i][0]}  {runs[i][8]}")
+            lines.append(f"plan: {len(chosen)} runs, {n_done} already done, {len(todo)} to run")
             values["LISTING"] = "".join(f"{line}\n" for line in lines)
     print("\n".join(bash(name, value) for name, value in values.items()))
     return 0

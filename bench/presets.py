@@ -32,7 +32,9 @@ class AllBut(tuple):
 # restrict["KEY:DIM"] narrows the variants, envs or sizes (DIM) of one experiment, one size or one variant (KEY)
 # where the whole grid would cost too much: "sync:envs", "m:envs", "linen_nojit:sizes". max_seeds[VARIANT] caps
 # that variant's repeats, iterations_of[VARIANT] its iterations (for a variant too slow to run as often or as long
-# as the others); iterations_at[SIZE]: a size's iterations.
+# as the others); iterations_at[SIZE]: a size's iterations. for_gpu: a preset meant for a GPU, whose plan holds the
+# settings only a GPU runs (bench/variants.py; left out of a sweep on a machine without one) and whose estimate is
+# derived for a GPU (bench/run_costs.py). parts: how many parts --part cuts the plan into.
 FULL = {
     "envs": STUDY_ENVS,
     "sizes": ["s", "m", "l"],
@@ -49,6 +51,8 @@ FULL = {
     "learn_envs": ["CartPole-v1"],
     "timeout": 7200,
     "gpu_check": False,
+    "for_gpu": False,
+    "parts": 1,
 }
 BOTH = ["CartPole-v1", "Breakout-MinAtar"]  # the cpu preset's cells beyond size s: a cheap env and a dear one
 PRESETS = {
@@ -96,7 +100,28 @@ PRESETS = {
         "scaling_iterations": 3,
         "timeout": 1200,
     },
-    "full": {},  # the original study's GPU sweep
+    "full": {"for_gpu": True},  # the original study's GPU sweep
+    # The headline questions on one GPU, in 10 parts of under 10 minutes each (--part 1 .. --part 10, each resumed
+    # like any sweep; docs/sweep.md): model size, s, m and l on CartPole-v1 and Breakout-MinAtar (a cheap env and a
+    # dear one); rollout vs update (sync) and the compile experiment's settings (NNX without cached_partial,
+    # torch.compile with CUDA graphs) at s on both; 3 seeds (blocks). 11 iterations: a steady time over 10, on a GPU
+    # held alone. linen_nojit is left out: eager, it dispatches every op from Python, and what jit buys is answered
+    # on the CPU. Every run starts a process and compiles from cold: those seconds, not the iterations, make most of
+    # its time (--dry-run: its estimate from CPU costs; docs/sweep.md).
+    "gpu": {
+        "for_gpu": True,
+        "parts": 10,
+        "envs": BOTH,
+        "experiments": ["overall", "sync", "compile"],
+        "iterations": 11,
+        "restrict": {
+            "sync:sizes": ["s"],
+            "compile:sizes": ["s"],
+            "overall:variants": AllBut(["linen_nojit"]),
+            "sync:variants": AllBut(["linen_nojit"]),
+        },
+        "timeout": 300,  # five times a torch_compile run's estimate: a hung run costs a part little
+    },
     # Each script's default config (819200 steps) on CartPole-v1 and Acrobot-v1, seeds 1-10: enough for rliable's
     # interval estimates (plot.py). On 2 CPU cores a run takes about 20 s (JAX) or 50-75 s (torch, torch_compile),
     # but about 37 minutes for linen_nojit, which runs seeds 1-3 on CartPole-v1.

@@ -10,6 +10,7 @@ the record's total_duration: the interpreter, the imports, the record written). 
 estimated as start-up + setup + iteration 0 + (N - 1) later iterations; a cell with no record takes
 the variant's median over the environments measured at that size, scaled by how much dearer the
 cell's environment made the other variants' iterations where both were measured.
+For a GPU, where no run was measured, the estimate is derived from these CPU costs and labelled so (see estimate).
 """
 
 import argparse
@@ -24,13 +25,14 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from load_script import write_atomic  # noqa: E402
 from presets import SIZES  # noqa: E402
-from variants import discover  # noqa: E402
+from variants import discover, setting_name  # noqa: E402
 
 COSTS = Path(__file__).with_name("run_costs.json")
 SIZE_OF = {layers: size for size, layers in SIZES.items()}  # hidden layers -> s, m or l
 
 
-FRAMEWORK = {v.name: v.framework for v in discover()}  # jax_nnx+nocache included; None: no such script now
+DECLARED = discover()  # the scripts and their settings (jax_nnx+nocache, torch_compile+graphs)
+FRAMEWORK = {v.name: v.framework for v in DECLARED}  # None: no such script now
 
 
 def startup_from_log(log: Path, directories) -> dict:
@@ -62,7 +64,7 @@ def build(directories, out: Path, startup: dict) -> dict:
                 continue
             models.add((record.get("cpu") or {}).get("model"))
             durations = record["iteration_durations"]
-            variant = record["variant"] + ("+nocache" if record["args"].get("cached_partial") is False else "")
+            variant = setting_name(record["variant"], record["args"], DECLARED)
             later = durations[1:] or durations
             cells[variant, record["env_id"], size].append((record["setup_duration"], durations[0], statistics.median(later)))
     if len(models) != 1:
@@ -126,21 +128,34 @@ def duration(seconds: float) -> str:
     return (f"{days} day{'s' * (days > 1)} " if days else "") + f"{minutes // 60}:{minutes % 60:02d} (h:mm)"
 
 
-def estimate(lines, costs: Path, at_once: int = 1) -> str:
-    """One line: the estimated duration of the runs given as "VARIANT ENV SIZE ITERATIONS" lines, `at_once` at a time."""
+def estimate(lines, costs: Path, at_once: int = 1, gpu: bool = False, source: bool = True) -> str:
+    """One line: the estimated duration of the runs given as "VARIANT ENV SIZE ITERATIONS" lines, `at_once` at a time,
+    and (source) what it comes from.
+
+    gpu: for a GPU, where no run was measured, derived from the CPU's costs: start-up, setup and iteration 0 as there,
+    every size priced as size s (a JAX iteration on the CPU takes 9 times as long at m as at s, 300 times at l;
+    a GPU's, bound at these widths by kernel launches and the rollout's sequential steps, far less), and a setting never measured (CUDA graphs) as its script."""
     try:
         table = json.loads(costs.read_text())
     except (OSError, ValueError):
         return f"no estimate: cannot read {costs}"
     estimator, total, known, unknown = Estimator(table), 0.0, 0, set()
+    measured = {variant for variant, _, _ in estimator.cells}
     for variant, env, size, iterations in (line.split() for line in lines if line.strip()):
+        if gpu:
+            size, variant = "s", variant if variant in measured else variant.split("+")[0]
         seconds = estimator.seconds(variant, env, size, int(iterations))
         if seconds is None:
             unknown.add(f"{variant} at size {size}")
         else:
             total, known = total + seconds, known + 1
     text = f"estimated {duration(total / at_once)} for {known} runs" + (f", {at_once} at a time" if at_once > 1 else "")
-    text += f", from runs measured on {table['cpu']}"
+    if source:
+        text += (
+            f"; estimate from CPU costs; a GPU will differ (runs measured on {table['cpu']}, every size priced as size s)"
+            if gpu
+            else f", from runs measured on {table['cpu']}"
+        )
     if unknown:
         text += f"; no measured cost for {', '.join(sorted(unknown))}: their runs are not counted"
     return text
@@ -156,6 +171,7 @@ def main(argv=None) -> int:
     guess = commands.add_parser("estimate", help='the duration of the runs on stdin, one "VARIANT ENV SIZE ITERATIONS" a line')
     guess.add_argument("--costs", type=Path, default=COSTS)
     guess.add_argument("--at-once", type=int, default=1, help="runs at a time (benchmark.sh --jobs)")
+    guess.add_argument("--gpu", action="store_true", help="for a GPU: derived from the CPU costs (see estimate)")
     args = parser.parse_args(argv)
     if args.command == "build":
         startup = json.loads(args.out.read_text())["startup_s"] if args.out.exists() else {}
@@ -164,7 +180,7 @@ def main(argv=None) -> int:
         table = build(args.directories, args.out, startup)
         print(f"wrote {args.out}: {len(table['cells'])} cells measured on {table['cpu']}")
     else:
-        print(estimate(sys.stdin.read().splitlines(), args.costs, args.at_once))
+        print(estimate(sys.stdin.read().splitlines(), args.costs, args.at_once, args.gpu))
     return 0
 
 

@@ -15,9 +15,13 @@ from typing import Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 # For a variant whose colour another variant already has (a script copied to start a new one): the tab10
-# colours no script declares, in order.
-SPARE_COLORS = ["tab:gray", "tab:olive", "tab:cyan"]
-FIELDS = {"framework", "compiles", "order", "color", "compile_off_of", "compile_off"}
+# colours no script or setting declares, in order.
+SPARE_COLORS = ["tab:gray", "tab:cyan"]
+# A script's settings, each {"tag": ..., "flags": ..., "color": ...}, run beside it in the compile experiment, by
+# TOOLING key: whether only a GPU can run it. compile_off switches the script's compilation off (NNX without
+# cached_partial); gpu_setting is one a CPU refuses (torch.compile with CUDA graphs).
+SETTINGS = {"compile_off": False, "gpu_setting": True}
+FIELDS = {"framework", "compiles", "order", "color", "compile_off_of", *SETTINGS}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,6 +34,8 @@ class Variant:
     color: str  # its colour in every figure
     compile_off_of: Optional[str] = None  # the variant it is with compilation switched off, in the compile experiment
     flags: tuple = ()  # what a setting adds to its script's command line
+    setting_of: Optional[str] = None  # for a setting: its script's variant, which it runs beside
+    gpu_only: bool = False  # a setting only a GPU runs: a plan without a GPU leaves it out
 
 
 class VariantError(ValueError):
@@ -58,19 +64,25 @@ def tooling(path: Path) -> dict:
 
 
 def discover(root: Path = ROOT) -> list:
-    """The variant scripts, in their declared order, each followed by its compile-off setting if it has one."""
+    """The variant scripts, in their declared order, each followed by its settings (see SETTINGS)."""
     found = []
     for path in sorted(root.glob("ppo_*.py")):
         fields = tooling(path)
         name = path.stem.removeprefix("ppo_")
-        off = fields.pop("compile_off", None)
+        settings = {key: fields.pop(key) for key in SETTINGS if key in fields}
         script = Variant(name=name, script=path.name, compiles=fields.pop("compiles", None), **fields)
         found.append((script.order, name, script))
-        if off:  # a setting of this script, run beside it in the compile experiment: e.g. NNX without cached_partial
+        for key, s in settings.items():
             setting = dataclasses.replace(
-                script, name=f"{name}+{off['tag']}", color=off["color"], compile_off_of=name, flags=tuple(off["flags"].split())
+                script,
+                name=f"{name}+{s['tag']}",
+                color=s["color"],
+                compile_off_of=name if key == "compile_off" else None,
+                flags=tuple(s["flags"].split()),
+                setting_of=name,
+                gpu_only=SETTINGS[key],
             )
-            found.append((script.order, f"{name}+{off['tag']}", setting))
+            found.append((script.order, setting.name, setting))
     variants, colors = [], set()
     for _, _, v in sorted(found, key=lambda x: (x[0], x[2].flags != (), x[1])):
         if v.color in colors:  # a copied script keeps its original's colour: give it one of its own
@@ -86,10 +98,11 @@ def scripts(variants=None) -> list:
 
 
 def compile_pairs(variants=None) -> list:
-    """(compiled, the same with compilation off), ordered by the compiled one: the compile experiment's pairs."""
+    """The compile experiment's pairs (A, B), ordered by A: a compiled variant, and the same with its compilation
+    off (a script of its own, or a setting) or with another setting of its script (torch.compile with CUDA graphs)."""
     variants = discover() if variants is None else variants
     order = {v.name: v.order for v in variants}
-    pairs = [(v.compile_off_of, v.name) for v in variants if v.compile_off_of in order]
+    pairs = [(v.compile_off_of or v.setting_of, v.name) for v in variants if (v.compile_off_of or v.setting_of) in order]
     return sorted(pairs, key=lambda pair: (order[pair[0]], pair[0]))
 
 
@@ -97,7 +110,7 @@ def setting_name(variant: str, args: dict, variants=None) -> str:
     """The name a run is reported under: its script's, or the script's setting whose flags its `args` show
     (a record of ppo_jax_nnx.py with cached_partial false: jax_nnx+nocache)."""
     for v in discover() if variants is None else variants:
-        if v.compile_off_of == variant and v.flags and all(_shows(args, flag, value) for flag, value in _pairs(v.flags)):
+        if v.setting_of == variant and all(_shows(args, flag, value) for flag, value in _pairs(v.flags)):
             return v.name
     return variant
 
@@ -143,8 +156,8 @@ def main() -> int:
         print(f"bench/variants.py: {e}", file=sys.stderr)
         return 2
     for v in variants:
-        made = f"{v.compile_off_of} with {' '.join(v.flags)}" if v.flags else v.script
-        print(f"{v.name:<18} {v.framework:<6} {v.compiles or 'eager':<15} {made}")
+        made = f"{v.setting_of} with {' '.join(v.flags)}{' (GPU only)' * v.gpu_only}" if v.setting_of else v.script
+        print(f"{v.name:<21} {v.framework:<6} {v.compiles or 'eager':<15} {made}")
     return 0
 
 

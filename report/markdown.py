@@ -3,6 +3,7 @@ figure, what the figure shows, and the tables behind it. A section without resul
 
 import numpy as np
 
+from report.records import DECLARED
 from report.timing import CONFIDENCE, MIN_BLOCKS, REFERENCE, SPEEDUP_METRICS
 
 RATIO_TEXT = (
@@ -191,10 +192,13 @@ def rollout_update(s) -> list:
 
 
 def compilation(s) -> list:
+    run = {r["b"] for r in s["rows"]}
+    settings = [f"{v.name} is {v.setting_of} with {' '.join(v.flags)}" for v in DECLARED if v.setting_of and v.name in run]
+    note = f" (Settings, each run beside its script in the compile experiment: {'; '.join(settings)}.)" if settings else ""
     return [
         image("compilation.png"),
-        f"Speedup from compilation = time(not compiled) / time(compiled), {RATIO_TEXT} "
-        "(jax_nnx+nocache: NNX without cached_partial, run beside jax_nnx in the compile experiment.)",
+        "time(B) / time(A): A compiled, B the same with its compilation off or with a setting of its script (above 1: "
+        f"B is slower), {RATIO_TEXT}{note}",
         "",
         *[
             line

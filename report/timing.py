@@ -198,7 +198,8 @@ def rollout_update(runs):
 
 
 def compilation(runs):
-    """Compiled vs not compiled: speedup = time(not compiled) / time(compiled), block by block. None without a pair."""
+    """The compile experiment's pairs (A compiled, B the same with compilation off or a setting of its script):
+    time(B) / time(A), block by block. None without a pair."""
     sizes = sizes_of(runs)
     rows = [compare(runs, on, off, metric, size) for size in sizes for on, off in COMPILE_PAIRS for metric in SPEEDUP_METRICS]
     rows = [r for r in rows if r]

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, VARIANTS, load
+from presets import PRESETS
 
 BENCHMARK = ROOT / "benchmark.sh"
 FAKE = ROOT / "tests" / "fixtures" / "fake_variant.py"
@@ -60,13 +61,41 @@ def summary(stdout: str) -> tuple[int, int, int]:
 FAKE_PLAN = ["--preset", "quick", "--experiments", "scaling", "--variants", "jax_linen"]
 
 
+def machine(directory: Path, gpus=()) -> dict:
+    """The environment of a machine whose nvidia-smi lists these GPU indices (none: it says so and fails, as it does
+    on a machine without a GPU), without CUDA_VISIBLE_DEVICES, and with an sbatch that only logs its arguments."""
+    bin_dir = directory / "bin"
+    bin_dir.mkdir(parents=True)
+    listing = "".join(f"echo {gpu}\n" for gpu in gpus) or "echo 'No devices were found'; exit 6\n"
+    (bin_dir / "nvidia-smi").write_text(f"#!/bin/sh\n{listing}")
+    (bin_dir / "sbatch").write_text(f'#!/bin/sh\necho "$*" >>"{directory / "sbatch.log"}"\necho 101\n')
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "CUDA_VISIBLE_DEVICES": ""}
+
+
+def caches_python(tmp_path: Path) -> tuple[str, Path]:
+    """The fake interpreter, also logging what each variant run is given for its compiler caches, one line a run:
+    "INDUCTOR_DIR TRITON_DIR FORCE_DISABLE_CACHES yes|no" (yes: the directory holding TRITON_DIR exists)."""
+    fake, log = fake_python(tmp_path), tmp_path / "caches"
+    wrapper = tmp_path / "caches-python"
+    wrapper.write_text(f"""#!/bin/sh
+case "$1" in */ppo_*.py) ;; *) exec "{fake}" "$@";; esac
+[ -d "$(dirname "$TRITON_CACHE_DIR")" ] && made=yes || made=no
+echo "$TORCHINDUCTOR_CACHE_DIR $TRITON_CACHE_DIR $TORCH_COMPILE_FORCE_DISABLE_CACHES $made" >>"{log}"
+exec "{fake}" "$@"
+""")
+    wrapper.chmod(0o755)
+    return str(wrapper), log
+
+
 def expected_fake_names(repeats):
     return {f"scaling/jax_linen__CartPole-v1__s__n{n:04d}__seed{seed}.json" for n in (8, 32) for seed in range(1, repeats + 1)}
 
 
 def test_dry_run_plans_the_issue_sweeps_and_writes_nothing(tmp_path):
     out = tmp_path / "out"
-    full = sweep("--dry-run", "--out", str(out))  # no --preset: `bash benchmark.sh` is the full sweep
+    full = sweep("--dry-run", "--out", str(out), env=machine(tmp_path))  # no --preset: the full sweep; no GPU
     assert full.returncode == 0, full.stderr
     n = len(VARIANTS)
     nnx = int("jax_nnx" in VARIANTS)
@@ -125,6 +154,9 @@ def test_each_block_runs_every_variant_back_to_back_in_a_rotating_order(tmp_path
         (["--sizes", "xl"], "unknown value 'xl'"),
         (["--repeats", "0"], "--repeats must be a positive integer"),
         (["--bogus"], "unknown argument"),
+        (["--preset", "gpu", "--part", "0"], f"--part must be one of 1..{PRESETS['gpu']['parts']} (the preset's parts)"),
+        (["--part", "2"], "--part must be one of 1..1"),
+        (["--preset", "gpu-check", "--part", "1"], "a check, not a sweep"),
     ],
 )
 def test_bad_arguments_exit_2_with_a_message(flags, message, tmp_path):
@@ -260,37 +292,46 @@ def test_failing_runs_are_recorded_and_the_sweep_goes_on(tmp_path):
     assert all(r["status"] == "ok" for r in run_files(out).values())
 
 
-def test_gpu_check_runs_every_variant_with_every_check_and_prints_one_table():
-    proc = sweep("--preset", "gpu-check", timeout=900)
-    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
-    rows = [line.split("|")[1:-1] for line in proc.stdout.splitlines() if line.startswith("| ") and "variant" not in line]
-    assert {r[0].strip() for r in rows} == set(VARIANTS)
-    for variant, _devices, compiles, syncs, result in rows:
-        assert compiles.strip() == "0" and syncs.strip() == "0" and result.strip() == "ok", variant
-    assert f"gpu-check: {len(VARIANTS)} of {len(VARIANTS)} variants pass" in proc.stdout
+def test_each_run_compiles_into_caches_of_its_own_removed_when_it_ends(tmp_path):
+    """Triton keeps the GPU kernels it compiled in a cache of its own, which TORCH_COMPILE_FORCE_DISABLE_CACHES leaves
+    on: each run gets empty Inductor and Triton cache directories of its own, removed when it ends, timed out too."""
+    python, log = caches_python(tmp_path)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {"PYTHON": python, "TMPDIR": str(tmp), "FAKE_HANG_SEED": "2"}
+    proc = sweep(*FAKE_PLAN, "--repeats", "2", "--timeout", "1", "--out", str(tmp_path / "out"), env=env)
+    assert proc.returncode == 1 and summary(proc.stdout) == (2, 0, 2), proc.stdout + proc.stderr  # seed 2 timed out
+    runs = [line.split(" ") for line in log.read_text().splitlines()]
+    assert len(runs) == 4
+    for inductor, triton, disabled, made in runs:
+        assert Path(inductor).parent == Path(triton).parent and inductor != triton
+        assert Path(triton).parent.parent == tmp and made == "yes" and disabled == "1"
+    assert len({Path(triton).parent for _, triton, _, _ in runs}) == 4  # one directory a run
+    assert list(tmp.iterdir()) == []  # each removed, the timed-out runs' too
 
 
-def test_gpu_check_fails_on_a_host_sync():
-    """A variant that reads a tensor back inside its timed iteration (torch's GAE, patched) fails the check."""
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            f"""
-import sys; sys.path.insert(0, {str(ROOT / "bench")!r}); import gpu_check
-module = gpu_check.load(gpu_check.VARIANTS["torch"].script, "benchback_torch")
-gae = module.compute_gae
-module.compute_gae = lambda r, *a: (r.sum().item(), gae(r, *a))[1]
-gpu_check.load = lambda script, name: module
-sys.exit(gpu_check.main(["--variants", "torch"]))
-""",
-        ],
-        capture_output=True,
+@pytest.mark.parametrize("mode", [[], ["--task", "1"]], ids=["sweep", "task"])
+def test_a_signal_removes_the_caches_of_the_run_in_flight(tmp_path, mode):
+    python, log = caches_python(tmp_path)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.Popen(
+        ["bash", str(BENCHMARK), *FAKE_PLAN, *mode, "--out", str(tmp_path / "out")],
+        env={**os.environ, "PYTHON": python, "TMPDIR": str(tmp), "FAKE_SLEEP": "60"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=600,
+        start_new_session=True,
     )
-    assert proc.returncode == 1, proc.stdout + proc.stderr[-2000:]
-    assert "FAIL: Tensor.item inside a timed iteration" in proc.stdout and "0 of 1 variants pass; failed: torch" in proc.stdout
+    deadline = time.monotonic() + 60
+    while not (log.exists() and log.read_text().endswith("\n")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    ((_, triton, _, made),) = [line.split(" ") for line in log.read_text().splitlines()]
+    assert made == "yes" and Path(triton).parent.is_dir()  # the run is in flight
+    proc.send_signal(signal.SIGTERM)
+    stdout, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in stdout
+    assert list(tmp.iterdir()) == []
 
 
 def test_a_sweep_is_not_resumed_on_another_cpu_model(tmp_path):
@@ -368,3 +409,78 @@ def test_bad_environments_and_outputs_are_refused_before_the_plan(flags, message
     (line,) = proc.stderr.splitlines()
     assert message.format(file=file) in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def listing(stdout: str) -> list:
+    """The run names of a --dry-run's plan, in order."""
+    return re.findall(r"^\[\d+/\d+\] \S+ +(\S+)", stdout, re.M)
+
+
+def block_of(name: str) -> tuple:
+    """A run's block: its experiment, env, size, num_envs and seed (all of its name but the variant)."""
+    experiment, rest = name.split("/")
+    return experiment, rest.split("__", 1)[1]
+
+
+def test_the_gpu_preset_plans_its_parts_and_labels_its_estimate_as_from_cpu_costs(tmp_path):
+    out = tmp_path / "out"
+    proc = sweep("--preset", "gpu", "--dry-run", "--out", str(out), env=machine(tmp_path))  # a machine without a GPU
+    assert proc.returncode == 0, proc.stderr
+    first, estimate, left_out = proc.stdout.splitlines()[:3]
+    total = int(re.search(r"preset gpu, (\d+) runs", first).group(1))
+    assert re.fullmatch(
+        rf"  estimated \d+:\d\d \(h:mm\) for {total} runs; estimate from CPU costs; a GPU will differ \(.+\)", estimate
+    )
+    assert left_out == "  torch_compile+graphs: needs a GPU, left out (none is visible here)"
+    assert f"plan: {total} runs, 0 already done, {total} to run" in proc.stdout
+    names = listing(proc.stdout)
+    assert len(names) == total and not any("+graphs" in name for name in names)
+    cells = {}  # (experiment, variant, env, size): seeds
+    for exp, variant, env, size, seed in re.findall(r"^(\w+)/([\w+]+)__([\w-]+)__([sml])__seed(\d+)$", "\n".join(names), re.M):
+        cells.setdefault((exp, variant, env, size), set()).add(int(seed))
+    assert all(seeds == {1, 2, 3} for seeds in cells.values())
+    timing, both = set(VARIANTS) - {"linen_nojit"}, ["CartPole-v1", "Breakout-MinAtar"]  # linen_nojit: too slow
+    assert {key[1:] for key in cells if key[0] == "overall"} == {(v, e, z) for v in timing for e in both for z in "sml"}
+    assert {key[1:] for key in cells if key[0] == "sync"} == {(v, e, "s") for v in timing for e in both}
+    # compile: NNX's setting beside it; torch_compile's needs the GPU this machine lacks, so its block is not planned
+    assert {key[1:3] for key in cells if key[0] == "compile"} == {(v, e) for v in ("jax_nnx", "jax_nnx+nocache") for e in both}
+
+    # Its parts tile the plan in order, each of whole blocks; --part K plans part K alone.
+    parts = [tuple(map(int, p)) for p in re.findall(r"^  --part (\d+): runs (\d+)-(\d+), estimated ", proc.stdout, re.M)]
+    assert [k for k, _, _ in parts] == list(range(1, PRESETS["gpu"]["parts"] + 1))
+    assert [start for _, start, _ in parts] == [1] + [last + 1 for _, _, last in parts[:-1]] and parts[-1][2] == total
+    assert all(block_of(names[last - 1]) != block_of(names[last]) for _, _, last in parts[:-1])
+    _, start, end = parts[1]
+    second = sweep("--preset", "gpu", "--part", "2", "--dry-run", "--out", str(out), env=machine(tmp_path / "again"))
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.startswith(f"benchback sweep: preset gpu, part 2 of {len(parts)}, {end - start + 1} runs")
+    assert listing(second.stdout) == names[start - 1 : end]
+    listed = sweep("--preset", "gpu", "--part", "2", "--list", "--out", str(out))
+    assert listed.returncode == 2 and "--part does not combine with --list" in listed.stderr
+    assert not out.exists()
+
+
+def test_a_gpu_only_setting_runs_beside_its_script_on_a_gpu_and_keeps_its_index_everywhere(tmp_path):
+    flags = ["--preset", "gpu", "--out", str(tmp_path / "out")]
+    gpu = sweep(*flags, "--dry-run", env=machine(tmp_path / "gpu", gpus=["0"]))
+    assert gpu.returncode == 0, gpu.stderr
+    assert "needs a GPU" not in gpu.stdout
+    names = listing(gpu.stdout)
+    blocks = [{name.split("/")[1].split("__")[0] for name in group} for _, group in itertools.groupby(names, key=block_of)]
+    graphs = [b for b in blocks if "torch_compile+graphs" in b]
+    assert graphs and all(b == {"torch_compile", "torch_compile+graphs"} for b in graphs)  # in the compile experiment
+    # Each part, graphs included, under the 10 minutes of a sitting by the estimate (from CPU costs).
+    for hours, minutes in re.findall(r"^  --part \d+: runs \d+-\d+, estimated (\d+):(\d\d) \(h:mm\)", gpu.stdout, re.M):
+        assert int(hours) * 60 + int(minutes) < 10
+
+    # Without a GPU, --list, --task and --slurm number the plan as the GPU node that runs it does, graphs included.
+    cpu = machine(tmp_path / "cpu")
+    listed = sweep(*flags, "--list", env=cpu)
+    assert [line.split(" ")[1] for line in listed.stdout.splitlines()] == names
+    index = next(i for i, name in enumerate(names, 1) if "+graphs" in name)
+    task = sweep(*flags, "--task", str(index), env=cpu)
+    assert task.returncode == 2 and task.stdout == ""
+    assert task.stderr == f"benchmark.sh: --task {index}: torch_compile+graphs needs a GPU, and none is visible here\n"
+    slurm = sweep(*flags, "--slurm", env=cpu)
+    assert slurm.returncode == 0, slurm.stderr
+    assert f"#SBATCH --array=1-{len(names)}%8" in (tmp_path / "out" / "slurm" / "benchback.sbatch").read_text()

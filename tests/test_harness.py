@@ -33,12 +33,16 @@ def harness(variant: str) -> dict:
     }
 
 
+def own_lines_out(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if OWN not in line)
+
+
 def differences(texts: dict) -> list:
     """For each framework, the lines in which a script's harness (`texts`: variant -> harness text) differs from
     the first script's, lines marked "# own" left out: a unified diff per differing script."""
     found = []
     for group in ({v for v in texts if framework(v) == f} for f in ("jax", "torch")):
-        kept = {v: [line for line in texts[v].splitlines() if OWN not in line] for v in sorted(group)}
+        kept = {v: own_lines_out(texts[v]).splitlines() for v in sorted(group)}
         first = next(iter(kept), None)
         for variant, lines in kept.items():
             diff = list(difflib.unified_diff(kept[first], lines, SCRIPTS[first], SCRIPTS[variant], lineterm="", n=0))
@@ -73,7 +77,7 @@ def test_a_one_line_edit_to_any_copy_is_found():
 @pytest.mark.parametrize("name", sorted(set.union(*(set(harness(v)) for v in SCRIPTS))))
 def test_a_harness_function_is_the_same_in_every_script_that_has_it(name):
     """torch's own helpers (synchronize, its sync-debug trap) exist in the torch scripts only, alike in both."""
-    sources = {variant: harness(variant)[name] for variant in SCRIPTS if name in harness(variant)}
+    sources = {variant: own_lines_out(harness(variant)[name]) for variant in SCRIPTS if name in harness(variant)}
     groups = [list(SCRIPTS)]
     if name in FRAMEWORK_SPECIFIC or len(sources) < len(SCRIPTS):
         groups = [[v for v in SCRIPTS if framework(v) == f] for f in ("jax", "torch")]

@@ -10,7 +10,7 @@ from reference import gae_loop, ppo_loss_loop
 def random_trajectory(rng, num_steps=64, num_envs=5):
     terminated = rng.random((num_steps, num_envs)) < 0.05
     truncated = (rng.random((num_steps, num_envs)) < 0.05) & ~terminated
-    truncated[3, 0] = terminated[3, 0] = True  # both at once: termination wins
+    truncated[num_steps // 2, 0] = terminated[num_steps // 2, 0] = True  # both at once: termination wins
     return dict(
         rewards=rng.normal(size=(num_steps, num_envs)).astype(np.float32),
         values=rng.normal(size=(num_steps, num_envs)).astype(np.float32),
@@ -20,9 +20,11 @@ def random_trajectory(rng, num_steps=64, num_envs=5):
     )
 
 
-def test_gae_matches_numpy_loop(variant):
+@pytest.mark.parametrize("num_steps", [64, 37, 1])  # the torch scripts solve GAE by doubling: any length
+def test_gae_matches_numpy_loop(variant, num_steps):
     module = load(variant)
-    data = random_trajectory(np.random.default_rng(0))
+    data = random_trajectory(np.random.default_rng(0), num_steps=num_steps)
+    data["terminated"][0, 1], data["truncated"][-1, 2] = True, True  # an end at the first step and at the last
     assert data["truncated"].any() and data["terminated"].any()
     advantages, returns = module.compute_gae(
         **{k: to_native(variant, v) for k, v in data.items()}, gamma=0.99, gae_lambda=0.95

@@ -48,6 +48,20 @@ def test_the_estimate_line_counts_days_and_names_what_it_cannot_estimate(tmp_pat
     )
 
 
+def test_an_estimate_for_a_gpu_is_derived_from_the_cpu_costs_and_says_so(tmp_path):
+    costs = tmp_path / "costs.json"
+    costs.write_text(json.dumps(TABLE))
+    # torch never ran at size m, nor its setting torch+graphs anywhere: on the CPU neither is counted; for a GPU every
+    # size is priced as size s, and the setting as its script: 150 x (8 + 1 + 1 + 2 x 1.0) s = 0:30.
+    lines = ["torch CartPole-v1 m 3"] * 100 + ["torch+graphs CartPole-v1 l 3"] * 50
+    assert run_costs.estimate(lines, costs).startswith("estimated 0:00 (h:mm) for 0 runs")
+    assert run_costs.estimate(lines, costs, gpu=True) == (
+        "estimated 0:30 (h:mm) for 150 runs; estimate from CPU costs; a GPU will differ"
+        " (runs measured on Test CPU, every size priced as size s)"
+    )
+    assert run_costs.estimate(lines, costs, gpu=True, source=False) == "estimated 0:30 (h:mm) for 150 runs"
+
+
 def test_the_table_is_built_from_one_cpu_models_records_only(tmp_path):
     for i, model in enumerate(["CPU A", "CPU B"]):
         record = {

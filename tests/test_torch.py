@@ -1,6 +1,7 @@
 """What only the torch scripts promise: compiled frames that never recompile, no host reads in the
 loop, the network's init, and the learning rate schedule."""
 
+import dataclasses
 import logging
 import sys
 import traceback
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 from tensorboard.util import tensor_util
 
-from conftest import QUIET, SHORT_ARGS, TORCH_VARIANTS, load, make_batch, needs, tensorboard_events
+from conftest import QUIET, SHORT_ARGS, TORCH_VARIANTS, load, make_batch, needs, reset_torch_compile, tensorboard_events
 
 
 @needs("torch_compile")
@@ -221,3 +222,34 @@ def test_compiled_updates_follow_the_eager_ones_over_iterations():
                 torch.testing.assert_close(got_tensor, want_tensor, rtol=1e-4, atol=1e-6, msg=f"{key}, iteration {iteration}")
         for name, value in want["metrics"].items():
             torch.testing.assert_close(got["metrics"][name], value, rtol=1e-4, atol=1e-6, msg=f"{name}, iteration {iteration}")
+
+
+@needs("torch_compile")
+def test_cuda_graphs_are_refused_on_the_cpu_in_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    module = load("torch_compile")
+    out = tmp_path / "run.json"
+    assert module.main(["--cuda-graphs", "--json-out", str(out), "--total-timesteps", "8192"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --cuda-graphs needs an NVIDIA GPU") and "\n" not in err
+    assert list(tmp_path.iterdir()) == []  # no record, no TensorBoard run
+
+
+@needs("torch_compile")
+def test_cuda_graphs_path_runs_and_computes_the_same_on_the_cpu(tmp_path, monkeypatch):
+    """What of --cuda-graphs the CPU can settle: with its refusal bypassed, torch.compile's reduce-overhead mode
+    leaves CPU code without graphs, so the script's own part of the path runs (every output cloned, the critic
+    warmed up in iteration 0) and must give the same run as without it, compiling nothing after iteration 0.
+    The graphs themselves only a GPU can check (benchmark.sh --preset gpu-check)."""
+    monkeypatch.chdir(tmp_path)
+    module = load("torch_compile")
+    check_args = module.check_args
+    monkeypatch.setattr(module, "check_args", lambda args: check_args(dataclasses.replace(args, cuda_graphs=False)))
+    records = {}
+    for graphs in (False, True):
+        reset_torch_compile()
+        records[graphs] = module.train(module.Args(**SHORT_ARGS, **QUIET, cuda_graphs=graphs))
+    assert records[True]["args"]["cuda_graphs"] and not records[False]["args"]["cuda_graphs"]
+    assert records[True]["compiles_after_first_iteration"] == 0
+    assert records[True]["episodic_return"] == records[False]["episodic_return"]
+    assert records[True]["final_return"] == records[False]["final_return"]

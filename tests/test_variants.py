@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from conftest import ROOT, SCRIPTS
-from test_plot import record, write
+from test_plot import record, records, write
 from variants import VariantError, compile_pairs, discover, setting_name
 
 NEW = "jax_scratch"  # the scratch variant: ppo_jax_scratch.py, a copy of ppo_jax_linen.py
@@ -98,3 +98,17 @@ def test_plot_reports_a_new_script_without_being_told(copy, tmp_path):
     cell = next(row for row in answer if row["variant"] == NEW and row["env"] == "CartPole-v1")  # steady time
     assert cell["ratio"] == pytest.approx(2.0)
     assert NEW in (tmp_path / "out" / "summary.md").read_text()
+
+
+def test_a_cuda_graphs_record_is_reported_as_the_gpu_setting_in_a_colour_of_its_own(tmp_path):
+    assert setting_name("torch_compile", {"cuda_graphs": True}) == "torch_compile+graphs"
+    assert setting_name("torch_compile", {"cuda_graphs": False}) == "torch_compile"
+    assert setting_name("torch", {"cuda_graphs": True}) == "torch"  # the setting of another script
+    for graphs in (False, True):
+        run = record("compile", "torch_compile", "CartPole-v1", "s", 1, total=10.0, iteration=0.1)
+        run["args"]["cuda_graphs"] = graphs
+        write(tmp_path, f"compile/torch_compile{'+graphs' * graphs}__CartPole-v1__s__seed1.json", run)
+    runs, failures = records.load_runs(tmp_path)  # as plot.py reads a sweep's records
+    assert sorted(r.variant for r in runs) == ["torch_compile", "torch_compile+graphs"] and failures == []
+    colors = {v.name: v.color for v in records.DECLARED}
+    assert list(colors.values()).count(colors["torch_compile+graphs"]) == 1

@@ -1,0 +1,114 @@
+"""The floor under the torch scripts' rollout: its JAX env steps and DLPack hand-overs, with no network.
+
+    python bench/handover.py --out DIR/handover.json CartPole-v1 Breakout-MinAtar
+
+ppo_torch.py's rollout steps the environments by one jitted JAX call per step and hands every action to JAX and
+every observation back to torch through DLPack. That part of torch's rollout time is not PyTorch's: the JAX
+scripts step inside one compiled scan. This tool runs ppo_torch.py's own `rollout` (the same calls, on the same
+device and streams) with a policy that returns a fixed action and a critic that returns fixed values, so what is
+timed is the environment, the hand-overs and the rollout's stacking, no network. A run of the sync experiment
+then splits into this floor and the rest of its rollout (report/: the sync section).
+
+Per environment: one warm-up rollout (compiles the env step), then `--iterations` timed rollouts, each ended as
+train() ends an iteration (synchronize); the median, 10th and 90th percentiles. Environments already in the output
+file for the same num_envs, num_steps and device are kept, so a resumed sweep does not measure them again.
+Unknown environment ids exit with code 2.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from load_script import load, write_atomic  # noqa: E402
+
+
+def rollout_floor(module, env_id: str, num_envs: int, num_steps: int, iterations: int, devices) -> dict:
+    """Seconds per rollout of `module`'s rollout() without a network, as its train() sets the rollout up."""
+    import gymnax
+    import jax
+    import jax.numpy as jnp
+    import torch
+
+    args = module.Args(env_id=env_id, num_envs=num_envs, num_steps=num_steps)
+    device, jax_device = devices
+    env, env_params = gymnax.make(env_id)
+    key, reset_key = jax.random.split(jax.random.key(0))
+    obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, num_envs), env_params)
+    env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if x.weak_type else x, env_state)
+    episode = module.EpisodeStats(jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32))
+    env_state, episode, key = jax.device_put((env_state, episode, key), jax_device)
+    runner = module.Runner(env_state, torch.from_dlpack(obs), episode, key)
+
+    @jax.jit
+    def env_step(key, env_state, episode, action):  # as ppo_torch.py's train() builds it
+        key, step_key = jax.random.split(key)
+        obs, env_state, episode, outputs, finished = module.step_envs(env, env_params, step_key, env_state, episode, action)
+        return key, env_state, episode, obs, (*outputs, *finished)
+
+    num_actions = env.action_space(env_params).n
+    actions = torch.arange(num_envs, device=device) % num_actions  # every action taken, none computed
+    logprobs = torch.zeros(num_envs, device=device)
+    values = torch.zeros(2 * num_steps * num_envs, device=device)
+    act = lambda obs: (actions, logprobs)
+    critic = lambda obs: values
+    durations, handed_over = [], []
+    for i in range(iterations + 1):  # the first compiles the env step: not timed
+        t0 = time.perf_counter()
+        runner, _, _ = module.rollout(runner, act, critic, env_step, handed_over, args)
+        module.synchronize(device)
+        if i:
+            durations.append(time.perf_counter() - t0)
+        handed_over.clear()
+    return {
+        "median_s": float(np.median(durations)),
+        "p10_s": float(np.percentile(durations, 10)),
+        "p90_s": float(np.percentile(durations, 90)),
+        "iterations": iterations,
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("env_ids", nargs="+", help="gymnax environment ids")
+    parser.add_argument("--out", required=True, help="JSON file to create or extend")
+    parser.add_argument("--num-envs", type=int, default=32, help="parallel environments (the training --num-envs)")
+    parser.add_argument("--num-steps", type=int, default=256, help="steps per rollout (the training --num-steps)")
+    parser.add_argument("--iterations", type=int, default=20, help="timed rollouts per environment")
+    parser.add_argument("--no-cuda", dest="cuda", action="store_false", help="stay on the CPU when a GPU is visible")
+    a = parser.parse_args(argv)
+    for name in ("num_envs", "num_steps", "iterations"):
+        if getattr(a, name) <= 0:
+            print(f"error: --{name.replace('_', '-')} must be positive; got {getattr(a, name)}", file=sys.stderr)
+            return 2
+    module = load("ppo_torch.py", "benchback_handover_torch")
+    try:  # ppo_torch.py's own checks: each env id, then the devices
+        for env_id in a.env_ids:
+            module.check_args(module.Args(env_id=env_id, cuda=False))
+        _, device, jax_device = module.check_args(module.Args(cuda=a.cuda))
+    except module.UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    record = {}
+    if os.path.exists(a.out):
+        with open(a.out) as f:
+            record = json.load(f)
+    shape = {"num_envs": a.num_envs, "num_steps": a.num_steps, "device": str(device)}
+    if any(record.get(k) != v for k, v in shape.items()):
+        record = {**shape, "envs": {}}  # measured otherwise: not comparable
+    record["cpu"] = module.cpu_info()
+    for env_id in a.env_ids:
+        if env_id not in record["envs"]:
+            floor = rollout_floor(module, env_id, a.num_envs, a.num_steps, a.iterations, (device, jax_device))
+            record["envs"][env_id] = floor
+            print(f"hand-over floor {env_id}: {floor['median_s'] * 1e3:.1f} ms per rollout of {a.num_steps} steps")
+    write_atomic(a.out, json.dumps(record, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""bench/handover.py: the torch rollout's floor (env steps and DLPack hand-overs, no network), measured and kept."""
+
+import json
+import subprocess
+import sys
+
+from conftest import ROOT
+
+TOOL = [sys.executable, str(ROOT / "bench" / "handover.py")]
+
+
+def test_measures_each_env_once_and_keeps_what_it_has(tmp_path):
+    out = tmp_path / "handover.json"
+    small = ["--num-envs", "4", "--num-steps", "8", "--iterations", "3", "--out", str(out)]
+    proc = subprocess.run([*TOOL, *small, "CartPole-v1"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads(out.read_text())
+    assert (record["num_envs"], record["num_steps"], record["device"]) == (4, 8, "cpu")
+    floor = record["envs"]["CartPole-v1"]
+    assert 0 < floor["p10_s"] <= floor["median_s"] <= floor["p90_s"] and floor["iterations"] == 3
+
+    # A second env is added; the first is not measured again (its numbers stay as they were).
+    proc = subprocess.run([*TOOL, *small, "CartPole-v1", "Acrobot-v1"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "hand-over floor CartPole-v1" not in proc.stdout and "hand-over floor Acrobot-v1" in proc.stdout
+    again = json.loads(out.read_text())
+    assert again["envs"]["CartPole-v1"] == floor and set(again["envs"]) == {"CartPole-v1", "Acrobot-v1"}
+
+
+def test_an_unknown_env_is_refused_in_one_line_and_writes_nothing(tmp_path):
+    out = tmp_path / "handover.json"
+    proc = subprocess.run([*TOOL, "--out", str(out), "CartPole-v1", "NoSuchEnv-v0"], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith("error: unsupported --env-id 'NoSuchEnv-v0'") and "\n" not in proc.stderr.strip()
+    assert not out.exists()
