@@ -135,6 +135,6 @@ PRESETS = {
     },
     # Not a sweep: bench/gpu_check.py runs every variant for 3 short iterations on CartPole-v1 with every check on
     # (device per framework, compilations after iteration 0, host syncs trapped) and prints one table; it fails if
-    # any check does. About a minute on 2 CPU cores, where it runs the CPU's checks.
+    # any check does. A few minutes on 2 CPU cores, where it runs the CPU's checks.
     "gpu-check": {"gpu_check": True},
 }
