@@ -32,6 +32,12 @@ VARIANTS = list(SCRIPTS)
 # The JAX variants that compile their whole iteration into one program (all but linen_nojit).
 JIT_VARIANTS = [v for v in VARIANTS if DECLARED[v].framework == "jax" and DECLARED[v].compiles]
 TORCH_VARIANTS = [v for v in VARIANTS if DECLARED[v].framework == "torch"]
+# Every variant, an eager JAX one (linen_nojit: every op dispatched from Python, tens of seconds even for a tiny
+# run) marked slow: for the tests whose check is the same for every JAX variant, to keep the default run short.
+EAGER_JAX_SLOW = [
+    pytest.param(v, marks=pytest.mark.slow) if DECLARED[v].framework == "jax" and not DECLARED[v].compiles else v
+    for v in VARIANTS
+]
 
 
 def framework(variant: str) -> str:

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from conftest import JIT_VARIANTS, QUIET, ROOT, framework, load, read_json, run_script, tensorboard_events
+from conftest import EAGER_JAX_SLOW, JIT_VARIANTS, QUIET, ROOT, framework, load, read_json, run_script, tensorboard_events
 
 SCHEMA_KEYS = {
     "schema_version",
@@ -169,6 +169,7 @@ def test_cli_smoke_run_writes_schema_2_json_and_tensorboard(variant, smoke):
 TINY = dict(cuda=False, hidden="16", num_envs=4, num_steps=16, num_minibatches=2, update_epochs=1, **QUIET)
 
 
+@pytest.mark.parametrize("variant", EAGER_JAX_SLOW)
 def test_sync_timing_times_rollout_and_update_separately(variant, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     module = load(variant)
