@@ -315,9 +315,10 @@ def train(args: Args) -> dict:
     log = Log(args, device, num_iterations, start)
     for iteration in range(num_iterations):
         # Timed: the only host sync is the block_until_ready that ends each timer. An implicit
-        # transfer between host and device (a hidden sync) fails the run instead of slowing it.
+        # transfer between host and device (a hidden sync) fails the run instead of slowing it. Only iteration 0 may
+        # read back to the host: compiling does (closed-over constants, such as gymnax's MinAtar tables).
         t0 = time.perf_counter()
-        with jax.transfer_guard("disallow"):
+        with jax.transfer_guard("disallow"), jax.transfer_guard_device_to_host("disallow" if iteration else "allow"):
             if args.sync_timing:
                 runner, batch, stats = jax.block_until_ready(collect_jit(runner))
                 t1 = time.perf_counter()

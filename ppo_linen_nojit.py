@@ -313,10 +313,14 @@ def train(args: Args) -> dict:
     log = Log(args, device, num_iterations, start)
     for iteration in range(num_iterations):
         # Timed: the only host sync is the block_until_ready that ends each timer. An implicit
-        # read back to the host (a hidden sync) fails the run instead of slowing it. Host to device stays allowed:
-        # each eager op ships its Python scalars (gamma, 1.0, ...) to the device asynchronously; jit folds them in.
+        # read back to the host (a hidden sync) fails the run instead of slowing it; only iteration 0 may, as compiling
+        # does (closed-over constants, such as gymnax's MinAtar tables). Host to device stays allowed: each eager op
+        # ships its Python scalars (gamma, 1.0, ...) to the device asynchronously; jit folds them in.
         t0 = time.perf_counter()
-        with jax.transfer_guard_device_to_host("disallow"), jax.transfer_guard_device_to_device("disallow"):
+        with (
+            jax.transfer_guard_device_to_host("disallow" if iteration else "allow"),
+            jax.transfer_guard_device_to_device("disallow"),
+        ):
             if args.sync_timing:
                 runner, batch, stats = jax.block_until_ready(collect(runner))
                 t1 = time.perf_counter()

@@ -363,8 +363,14 @@ def train(args: Args) -> dict:
     for iteration in range(num_iterations):
         # Timed: no host read of a tensor; the only sync is the one that ends each timer. The JAX env steps run
         # under jax's transfer guard: an implicit copy between host and device fails the run instead of slowing it.
+        # Only iteration 0 may read back to the host, as compiling the env step does (closed-over constants, such as
+        # gymnax's MinAtar tables): --sync-debug's trap, too, is on from iteration 1.
         t0 = time.perf_counter()
-        with jax.transfer_guard("disallow"), cuda_sync_debug(args.sync_debug and device.type == "cuda"):
+        with (
+            jax.transfer_guard("disallow"),
+            jax.transfer_guard_device_to_host("disallow" if iteration else "allow"),
+            cuda_sync_debug(args.sync_debug and device.type == "cuda" and iteration > 0),
+        ):
             if args.anneal_lr:  # CleanRL anneals once per iteration: the rate is constant within an update.
                 lr.fill_(args.learning_rate * (1.0 - iteration / num_iterations))
             if args.sync_timing:

@@ -309,7 +309,7 @@ def judge(row: Row, gpu: bool, run: dict, blocking: Optional[dict] = None, base:
     problems = [
         ("on the CPU though a GPU is present" if gpu else "on a GPU no framework reported") if on_gpu != gpu else None,
         "compiled after iteration 0" if compiles else None,
-        "host syncs in a timed iteration" if run["trapped"] else None,
+        f"host syncs in a timed iteration, the first: {run['trapped'][0]}" if run["trapped"] else None,
         "sleep detector" if cells["sleep detector"].startswith("FAIL") else None,
         "race" if cells["race"].startswith("FAIL") else None,
     ]

@@ -1,7 +1,8 @@
 """Traps for host syncs inside a timed iteration, for the tests and `benchmark.sh --preset gpu-check`.
 
-The scripts run each timed iteration under jax's transfer guard ("disallow"); that marks the
-region. Inside it:
+The scripts run every timed iteration but the first under jax's transfer guard for reads back to
+the host ("disallow"; iteration 0 compiles, and compiling may read); that marks the region. Inside
+it, each trapped read is recorded with where it came from, and:
 - a read of a JAX array back to the host fails. On a GPU jax's guard does that itself; on the CPU a
   JAX array already lives in host memory and jax lets the read through, so the trap stands in for it
   (np.asarray reads a CPU array through the buffer protocol, which no Python patch reaches);
@@ -10,16 +11,34 @@ region. Inside it:
   That part is a dispatch mode, which makes dynamo trace around it (a compiled Adam would run
   eagerly), so compiled variants go without it: a host read in a compiled frame is a graph break,
   which the compile counters see.
-Reads by torch.compile's own compiler (iteration 0 folds constants on the host) are let through.
+Reads by torch.compile's own compiler are let through, should it run after iteration 0 (the compile counters
+fail such a run anyway).
 """
 
 import contextlib
+import os
+import traceback
 
 TORCH_READS = ("item", "tolist", "numpy", "cpu", "nonzero", "__bool__", "__float__", "__int__", "__index__")
 
 
 class HostSync(AssertionError):
     """A host read of a device array inside a timed iteration."""
+
+
+def read_site() -> str:
+    """Where a trapped read came from: the innermost frame outside this file, and the innermost in a ppo_*.py
+    script if that is another, as "file:line" (a library's path from its package on)."""
+    frames = [f for f in traceback.extract_stack() if f.filename != __file__]
+
+    def short(frame):
+        parts = frame.filename.split(os.sep)
+        tail = parts[parts.index("site-packages") + 1 :] if "site-packages" in parts else parts[-1:]
+        return f"{'/'.join(tail)}:{frame.lineno}"
+
+    scripts = [f for f in frames if os.path.basename(f.filename).startswith("ppo_")]
+    sites = [frames[-1], *scripts[-1:]] if frames else scripts[-1:]
+    return " from ".join(dict.fromkeys(map(short, sites)))
 
 
 def in_timed_iteration() -> bool:
@@ -44,8 +63,8 @@ def trapped_host_reads(torch_too: bool = False, scalar_reads: bool = True):
     def trap(what, original):
         def guarded(self, *args, **kwargs):
             if in_timed_iteration():
-                trapped.append(what)
-                raise HostSync(f"{what} inside a timed iteration: a host sync on a GPU")
+                trapped.append(f"{what} at {read_site()}")
+                raise HostSync(f"{trapped[-1]} inside a timed iteration: a host sync on a GPU")
             return original(self, *args, **kwargs)
 
         return guarded
@@ -71,8 +90,8 @@ def trapped_host_reads(torch_too: bool = False, scalar_reads: bool = True):
             class ScalarReads(TorchDispatchMode):
                 def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                     if in_timed_iteration() and func.__name__.startswith("_local_scalar_dense"):
-                        trapped.append(func.__name__)
-                        raise HostSync(f"{func.__name__} inside a timed iteration: a host sync on a GPU")
+                        trapped.append(f"{func.__name__} at {read_site()}")
+                        raise HostSync(f"{trapped[-1]} inside a timed iteration: a host sync on a GPU")
                     return func(*args, **(kwargs or {}))
 
             if scalar_reads:
