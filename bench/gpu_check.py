@@ -349,7 +349,10 @@ def check(row: Row, gpu: bool, done: dict) -> dict:
     if gpu and not row.same_returns_as:  # CUDA graphs' capture and CUDA_LAUNCH_BLOCKING are not tried together
         print(f"gpu-check: {row.name} again, with CUDA_LAUNCH_BLOCKING=1 ...", flush=True)
         blocking = run_child(row, gpu, plain=True, env={"CUDA_LAUNCH_BLOCKING": "1"})
-    return judge(row, gpu, done[row.name], blocking, done.get(row.same_returns_as))
+    cells = judge(row, gpu, done[row.name], blocking, done.get(row.same_returns_as))
+    # Each row's verdict as soon as it is known: a check cut short (a lease's end, a timeout) keeps the rows it ran.
+    print(f"gpu-check: {row.name}: " + "; ".join(f"{c}: {cells[c]}" for c in COLUMNS[1:]), flush=True)
+    return cells
 
 
 def check_all(rows: list, gpu: bool) -> list:

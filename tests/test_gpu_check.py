@@ -225,6 +225,9 @@ def test_gpu_check_runs_each_variant_in_its_own_process_with_every_check(two_var
     assert [row[0] for row in rows] == ["jax_linen", ASTERIX, "torch"]
     for name, devices, compiles, syncs, detector, race, result in rows:
         assert compiles == "0" and syncs == "0" and result == "ok", (name, proc.stdout + proc.stderr[-3000:])
+        # each row's verdict printed as it was known, before the table: a check cut short keeps what it ran
+        verdict = f"gpu-check: {name}: devices: {devices}; compiles after 0: 0; host syncs: 0; sleep detector: {detector}"
+        assert proc.stdout.index(verdict) < proc.stdout.index("| variant |"), name
         assert (detector == race == SKIPPED) != gpu, name  # skipped exactly where there is no GPU
         assert ("cpu" in devices.lower()) != gpu, name
     if not gpu:
