@@ -37,6 +37,8 @@ class Args:
     """the name of this experiment (part of the TensorBoard run name)"""
     seed: int = 1
     """seed of the environment, the network init and the action sampling"""
+    num_seeds: int = 1
+    """train seeds seed .. seed+num_seeds-1 at once, vmapped over a leading seed axis (each op batched, still eager)"""
     cuda: bool = True
     """use the GPU when one is visible; the CPU otherwise"""
     env_id: str = "CartPole-v1"
@@ -273,21 +275,32 @@ def train(args: Args) -> dict:
     num_iterations = args.total_timesteps // batch_size
     grad_steps_per_iteration = args.update_epochs * args.num_minibatches
 
-    key, init_key, reset_key = jax.random.split(jax.random.key(args.seed), 3)
-    obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
-    # gymnax's reset leaves some fields weakly typed (MountainCar's velocity is jnp.array(0.0)) and a step
-    # makes them strong: a jitted step would trace and compile again on its second call. Strong from the start.
-    env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if x.weak_type else x, env_state)
     agent = Agent(hidden, env.action_space(env_params).n)
-    params = agent.init(init_key, obs)
     schedule = optax.linear_schedule(args.learning_rate, 0.0, num_iterations)
     # CleanRL anneals once per iteration: the rate is constant within an update.
     lr = (lambda count: schedule(count // grad_steps_per_iteration)) if args.anneal_lr else args.learning_rate
     tx = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(lr, eps=1e-5))
-    train_state = TrainState.create(apply_fn=agent.apply, params=params, tx=tx)
-    episode = EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
-    # All on the device now (TrainState.create leaves its step a Python int): no transfer in the timed loop.
-    runner = jax.device_put(Runner(train_state, env_state, obs, episode, key), device)
+
+    def init_runner(seed: int) -> Runner:
+        """What one seed trains from: its parameters, optimizer state, envs and keys."""
+        key, init_key, reset_key = jax.random.split(jax.random.key(seed), 3)
+        obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
+        # gymnax's reset leaves some fields weakly typed (MountainCar's velocity is jnp.array(0.0)) and a step
+        # makes them strong: a jitted step would trace and compile again on its second call. Strong from the start.
+        env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if x.weak_type else x, env_state)
+        train_state = TrainState.create(apply_fn=agent.apply, params=agent.init(init_key, obs), tx=tx)
+        episode = EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
+        return Runner(train_state, env_state, obs, episode, key)
+
+    # Several seeds: each starts as its own run would, stacked on a leading axis that jax.vmap maps every
+    # function over, so each op runs once for all of them. All on the device now (TrainState.create leaves its step a
+    # Python int): no transfer in the timed loop.
+    runners = [init_runner(args.seed + i) for i in range(args.num_seeds)]
+    runner = runners[0] if args.num_seeds == 1 else jax.tree.map(lambda *xs: jnp.stack(xs), *runners)
+    runner = jax.device_put(runner, device)
+
+    def per_seed(f, in_axes=0):  # f mapped over the leading seed axis of its arguments (None: one for all seeds)
+        return jax.vmap(f, in_axes=in_axes) if args.num_seeds > 1 else f
 
     def collect(runner: Runner):
         """Rollout, then GAE; returns the flat batch and the iteration's episode statistics."""
@@ -308,7 +321,9 @@ def train(args: Args) -> dict:
         runner, losses = update(runner, batch, agent, args)
         return runner, {**stats, **losses}
 
-    # No jax.jit here: called directly, these run op by op.
+    # No jax.jit here: called directly, these run op by op (jax.vmap batches each op over the seeds).
+    collect_seeds, iteration_seeds = per_seed(collect), per_seed(collect_and_update)
+    update_seeds = per_seed(update, in_axes=(0, 0, None, None))
 
     log = Log(args, device, num_iterations, start)
     for iteration in range(num_iterations):
@@ -322,15 +337,15 @@ def train(args: Args) -> dict:
             jax.transfer_guard_device_to_device("disallow"),
         ):
             if args.sync_timing:
-                runner, batch, stats = jax.block_until_ready(collect(runner))
+                runner, batch, stats = jax.block_until_ready(collect_seeds(runner))
                 t1 = time.perf_counter()
-                runner, losses = jax.block_until_ready(update(runner, batch, agent, args))
+                runner, losses = jax.block_until_ready(update_seeds(runner, batch, agent, args))
                 metrics = {**stats, **losses}
             else:
-                runner, metrics = jax.block_until_ready(collect_and_update(runner))
+                runner, metrics = jax.block_until_ready(iteration_seeds(runner))
             phases = (t1 - t0, time.perf_counter() - t1) if args.sync_timing else None
         log.iteration(time.perf_counter() - t0, phases, jax.device_get(metrics))
-    param_count = sum(x.size for x in jax.tree.leaves(runner.train_state.params))
+    param_count = sum(x.size for x in jax.tree.leaves(runner.train_state.params)) // args.num_seeds  # one seed's
     return log.record(param_count, num_iterations * grad_steps_per_iteration, {"jax": str(device)}, gpu_info(device))
 
 
@@ -382,7 +397,7 @@ def check_writable(path: str) -> None:
 def check_args(args: Args):
     """Validate everything before anything is built or written; returns (hidden, device)."""
     hidden = parse_hidden(args.hidden)
-    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
+    for name in ("total_timesteps", "num_seeds", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
         if getattr(args, name) <= 0:
             raise UsageError(f"--{name.replace('_', '-')} must be positive; got {getattr(args, name)}")
     batch_size = args.num_envs * args.num_steps
@@ -446,14 +461,19 @@ class Log:
         self.setup_duration = time.perf_counter() - start
 
     def iteration(self, duration: float, phases, metrics: dict):
+        """metrics: the iteration's, a number each, or a number per seed (--num-seeds); shown as the mean over seeds."""
         self.durations.append(duration)
         self.phases.append(phases)
+        self.finished.append((np.atleast_1d(metrics["return_sum"]), np.atleast_1d(metrics["episodes"])))  # per seed
+        metrics = {
+            name: np.sum(value) if name in ("episodes", "return_sum", "length_sum") else np.mean(value)
+            for name, value in metrics.items()
+        }
         episodes = int(metrics["episodes"])
         mean_return = float(metrics["return_sum"]) / episodes if episodes else None
-        self.finished.append((float(metrics["return_sum"]), episodes))
         done = len(self.durations)
         step = done * self.args.num_envs * self.args.num_steps
-        sps = int(step / sum(self.durations))
+        sps = int(step * len(self.finished[-1][0]) / sum(self.durations))  # the steps of every seed
         if self.writer:
             if episodes:
                 self.writer.add_scalar("charts/episodic_return", mean_return, step)
@@ -474,8 +494,12 @@ class Log:
         """The JSON record (schema 2, README "The record"); the arguments are what only train() knows."""
         if self.writer:
             self.writer.close()
-        args, last = self.args, self.finished[-10:]
-        finished = sum(n for _, n in last)
+        args = self.args
+        returns, episodes = (np.array(x, dtype=float) for x in zip(*self.finished))  # (iterations, seeds) each
+        per_iteration = [[float(r / n) if n else None for r, n in zip(*seed)] for seed in zip(returns.T, episodes.T)]
+        last = [(r[-10:].sum(), n[-10:].sum()) for r, n in zip(returns.T, episodes.T)]
+        final = [float(r / n) if n else None for r, n in last]
+        one = args.num_seeds == 1  # one seed: a list of numbers; several: a list per seed
         return {
             "schema_version": 2,
             "variant": VARIANT,
@@ -500,10 +524,17 @@ class Log:
             "update_durations": [phases[1] for phases in self.phases] if args.sync_timing else None,
             "total_duration": time.perf_counter() - self.start,
             "compiles_after_first_iteration": len(COMPILES) - self.compiles_after_first,
-            "episodic_return": [s / n if n else None for s, n in self.finished],
-            "final_return": sum(s for s, _ in last) / finished if finished else None,
+            "episodic_return": per_iteration[0] if one else per_iteration,
+            "final_return": final[0] if one else final,
             "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
+
+
+def shown(final_return) -> str:
+    """A final return for the progress line: one decimal; one per seed after --num-seeds."""
+    if isinstance(final_return, list):
+        return "[" + ", ".join(map(shown, final_return)) + "]"
+    return "n/a" if final_return is None else f"{final_return:.1f}"
 
 
 def cpu_info() -> dict:
@@ -564,7 +595,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not args.quiet:
         durations = result["iteration_durations"]
         steady = np.median(durations[1:] or durations)
-        done = f"done: final_return {result['final_return']}  iteration 0 {durations[0]:.3f}s  steady {steady:.4f}s/iteration"
+        done = f"done: final_return {shown(result['final_return'])}  iteration 0 {durations[0]:.3f}s  steady {steady:.4f}s/iteration"
         print(f"{done}  compiles after iteration 0: {result['compiles_after_first_iteration']}")
     return 0
 

@@ -646,6 +646,13 @@ class Log:
         }
 
 
+def shown(final_return) -> str:
+    """A final return for the progress line: one decimal; one per seed after --num-seeds."""
+    if isinstance(final_return, list):
+        return "[" + ", ".join(map(shown, final_return)) + "]"
+    return "n/a" if final_return is None else f"{final_return:.1f}"
+
+
 def cpu_info() -> dict:
     """The CPU model as Linux names it, and the cores this process may use: timings of two models never mix."""
     first = ""
@@ -704,7 +711,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not args.quiet:
         durations = result["iteration_durations"]
         steady = np.median(durations[1:] or durations)
-        done = f"done: final_return {result['final_return']}  iteration 0 {durations[0]:.3f}s  steady {steady:.4f}s/iteration"
+        done = f"done: final_return {shown(result['final_return'])}  iteration 0 {durations[0]:.3f}s  steady {steady:.4f}s/iteration"
         print(f"{done}  compiles after iteration 0: {result['compiles_after_first_iteration']}")
     return 0
 

@@ -109,6 +109,11 @@ def load_runs(directory: Path):
             failures.append(f"{path.relative_to(directory)}: {reason}")
             continue
         args = record["args"]
+        if args.get("num_seeds", 1) > 1:  # its times are for every seed at once, its returns a list per seed
+            reason = f"trained {args['num_seeds']} seeds at once (--num-seeds), which these reports do not read yet"
+            warn(f"{path}: {reason}; skipped")
+            failures.append(f"{path.relative_to(directory)}: {reason}")
+            continue
         experiment = args.get("exp_name")
         if experiment not in EXPERIMENTS:  # a run not made by benchmark.sh
             experiment = "sync" if record["sync_timing"] else "overall"

@@ -58,7 +58,7 @@ def rise_run(variant: str, **flags):
     """One RISE run per variant and flags, shared by the tests below: (record, compiled programs)."""
     module = load(variant)
     with CompiledPrograms() as programs:
-        record = module.train(module.Args(**RISE, **flags))
+        record = module.train(module.Args(**{**RISE, **flags}))
     return record, programs.names
 
 
@@ -81,6 +81,7 @@ def test_nnx_without_cached_partial_compiles_once_and_runs_the_same():
 
 
 @needs("linen_nojit")
+@pytest.mark.slow  # eager: its learning follows from the test below (the jitted script's arithmetic exactly)
 def test_short_run_improves():
     """The eager script learns: a full default run is left to benchmark.sh (see conftest.py)."""
     record, _ = rise_run("linen_nojit")
@@ -91,9 +92,13 @@ def test_short_run_improves():
     assert record["compiles_after_first_iteration"] == 0
 
 
+# Two of RISE's iterations: enough to compare, at a third of an eager run's cost.
+SHORT_RISE = dict(total_timesteps=2 * 32 * 32)
+
+
 @needs("linen_nojit")
 def test_nojit_runs_eagerly_not_compiled():
-    _, names = rise_run("linen_nojit")
+    _, names = rise_run("linen_nojit", **SHORT_RISE)
     ours = {
         "iteration",
         "collect",
@@ -118,8 +123,8 @@ def test_nojit_runs_eagerly_not_compiled():
 @needs("linen_nojit", "jax_linen")
 def test_nojit_is_linen_arithmetic_without_jit():
     """Same seed, same config: the eager script takes the jitted one's trajectory exactly."""
-    eager, _ = rise_run("linen_nojit")
-    jitted, _ = rise_run("jax_linen")
+    eager, _ = rise_run("linen_nojit", **SHORT_RISE)
+    jitted, _ = rise_run("jax_linen", **SHORT_RISE)
     np.testing.assert_allclose(eager["episodic_return"], jitted["episodic_return"], rtol=1e-5)
 
 

@@ -514,14 +514,17 @@ def test_an_incomplete_or_foreign_json_is_skipped_with_a_warning_naming_the_file
     write(d, "overall/torch__Acrobot-v1__s__seed8.json", {**newer, "schema_version": 2})  # no cpu, no peak memory
     write(d, "other-tool.json", [1, 2, 3])
     write(d, "no-num-envs.json", {**newer, "args": {"exp_name": "overall"}})
+    seeds = record("overall", "jax_linen", "Acrobot-v1", "s", 7, total=1, iteration=0.1)
+    write(d, "seeds.json", {**seeds, "args": {**seeds["args"], "num_seeds": 4}})
     assert plot.main([str(d)]) == 0
     err = capsys.readouterr().err
     assert "torch__Acrobot-v1__s__seed9.json: incomplete: no 'env_id'" in err  # the first key plot.py reads that is missing
     assert "torch__Acrobot-v1__s__seed8.json: incomplete: no 'cpu'" in err
     assert "other-tool.json: failure record or not a run (not a record)" in err
     assert "no-num-envs.json: incomplete: no 'args.num_envs'" in err
+    assert "seeds.json: trained 4 seeds at once (--num-seeds), which these reports do not read yet" in err
     summary = (d / "summary.md").read_text()
-    assert "6 runs from" in summary and "4 files skipped" in summary
+    assert "6 runs from" in summary and "5 files skipped" in summary
 
 
 def test_the_statistics_import_and_compute_without_matplotlib():
