@@ -191,12 +191,12 @@ def make_plan(p: dict, variants: list) -> list:
     def allowed(key, dim, items):
         return [x for x in items if permits(restrict, key, dim, x)]
 
-    def block(exp, env, size, seed, num_envs, iterations, flags, names):
+    def block(exp, env, size, seed, num_envs, iterations, flags, names, tag=""):
         for v in (names[(i + seed - 1) % len(names)] for i in range(len(names))):  # rotated by seed
             if seed > p["max_seeds"].get(v, p["repeats"]) or not allowed(v, "envs", [env]) or not allowed(v, "sizes", [size]):
                 continue
             n = iterations if "+" in v else p["iterations_of"].get(v, iterations)  # a setting runs its cell's
-            name, more = f"{exp}/{v}__{env}__{size}", [*flags, *by_name[v].flags]
+            name, more = f"{exp}/{v}__{env}__{size}{tag}", [*flags, *by_name[v].flags]
             if num_envs is not None:  # None: the script's defaults (learn)
                 if exp == "scaling":
                     name += f"__n{num_envs:04d}"
@@ -225,6 +225,12 @@ def make_plan(p: dict, variants: list) -> list:
             elif exp == "scaling":
                 for n in p["scaling_num_envs"]:
                     block(exp, "CartPole-v1", "s", seed, n, p["scaling_iterations"], [], allowed(exp, "variants", names))
+            elif exp == "seeds":  # N seeds at once where a script takes --num-seeds; one seed alone, every variant
+                for env in allowed(exp, "envs", p["envs"]):
+                    for k in p["seeds_num_seeds"]:
+                        which = [v for v in allowed(exp, "variants", names) if k == 1 or by_name[v].num_seeds]
+                        flags = ["--num-seeds", k] if k > 1 else []
+                        block(exp, env, "s", seed, iteration["num_envs"], p["seeds_iterations"], flags, which, f"__k{k:03d}")
             else:  # learn: each script's defaults
                 for env in p["learn_envs"]:
                     block(exp, env, "s", seed, None, None, [], allowed(exp, "variants", names))
@@ -273,6 +279,12 @@ def load(argv: list) -> SimpleNamespace:
     )
 
 
+def seeds_of(run: tuple) -> int:
+    """How many seeds a run trains at once: its --num-seeds, else 1."""
+    flags = run[8].split()
+    return int(flags[flags.index("--num-seeds") + 1]) if "--num-seeds" in flags else 1
+
+
 def variant_of(run: tuple) -> str:
     """The variant (or setting) a run of the plan runs: NAME is EXPERIMENT/VARIANT__ENV__..."""
     return run[0].split("/")[1].split("__")[0]
@@ -299,7 +311,7 @@ def estimate(runs: list, at_once: int, gpu: bool, source: bool = True) -> str:
     try:
         import run_costs
 
-        lines = [f"{variant_of(run)} {run[2]} {run[6]} {run[7]}" for run in runs]
+        lines = [f"{variant_of(run)} {run[2]} {run[6]} {run[7]} {seeds_of(run)}" for run in runs]
         return run_costs.estimate(lines, run_costs.COSTS, at_once, gpu, source)
     except Exception:  # an estimate is never worth stopping the sweep for
         return "no estimate (bench/run_costs.py failed)"

@@ -18,8 +18,11 @@ STUDY_ENVS = [
     "Freeway-MinAtar",
     "SpaceInvaders-MinAtar",
 ]
-EXPERIMENTS = ["overall", "sync", "compile", "scaling", "learn"]
+EXPERIMENTS = ["overall", "sync", "compile", "scaling", "seeds", "learn"]
 TIMED = ["overall", "sync", "compile"]  # the experiments whose x-axis is env_cost.py's
+
+
+BOTH = ["CartPole-v1", "Breakout-MinAtar"]  # the cells beyond size s: a cheap env and a dear one
 
 
 class AllBut(tuple):
@@ -39,22 +42,25 @@ FULL = {
     "envs": STUDY_ENVS,
     "sizes": ["s", "m", "l"],
     "repeats": 3,
-    "experiments": ["overall", "sync", "compile", "scaling"],
+    "experiments": ["overall", "sync", "compile", "scaling", "seeds"],
     "iteration": {"num_envs": 32, "num_steps": 256, "num_minibatches": 8, "update_epochs": 10},
     "iterations": 100,
     "iterations_at": {},
     "iterations_of": {},
     "max_seeds": {},
-    "restrict": {},
+    "restrict": {"seeds:envs": BOTH},
     "scaling_num_envs": [32, 64, 128, 256, 512, 1024, 2048, 4096],
     "scaling_iterations": 20,  # throughput needs few iterations
+    # seeds: several seeds trained at once (--num-seeds, where a script takes it) at size s, beside one seed alone
+    # (every variant) in the same block: what N seeds cost at once against N runs one after another.
+    "seeds_num_seeds": [1, 4, 16, 64],
+    "seeds_iterations": 20,
     "learn_envs": ["CartPole-v1"],
     "timeout": 7200,
     "gpu_check": False,
     "for_gpu": False,
     "parts": 1,
 }
-BOTH = ["CartPole-v1", "Breakout-MinAtar"]  # the cpu preset's cells beyond size s: a cheap env and a dear one
 PRESETS = {
     # A smoke test of the sweep and of every figure: a tiny iteration, so process start-up and compilation
     # dominate; the timings mean nothing. Under 3 minutes on 2 cores (2:25 and 2:48 here): sync and scaling run
@@ -77,10 +83,12 @@ PRESETS = {
     # were too few); an l iteration is long and compute-bound, so l runs 3 (a steady time over 2). Rollout vs update
     # (sync) and NNX with and without cached_partial (compile) on CartPole-v1 and Breakout-MinAtar at s. linen_nojit
     # (eager, about 40 s an iteration) runs in overall only: one seed of 3 iterations at s on CartPole-v1 and
-    # Breakout-MinAtar. No scaling: its large num-envs cost more than the rest together here.
+    # Breakout-MinAtar. Seeds: 1, 4 and 16 at once on CartPole-v1 and Breakout-MinAtar at s, 11 iterations, beside
+    # one seed alone of every variant but linen_nojit. No scaling: its large num-envs cost more than the rest together
+    # here.
     "cpu": {
         "repeats": 3,
-        "experiments": ["overall", "sync", "compile"],
+        "experiments": ["overall", "sync", "compile", "seeds"],
         "iterations": 21,
         "iterations_at": {"l": 3},
         "iterations_of": {"linen_nojit": 3},
@@ -95,7 +103,11 @@ PRESETS = {
             "linen_nojit:sizes": ["s"],
             "linen_nojit:envs": BOTH,
             "sync:variants": AllBut(["linen_nojit"]),
+            "seeds:envs": BOTH,
+            "seeds:variants": AllBut(["linen_nojit"]),
         },
+        "seeds_num_seeds": [1, 4, 16],
+        "seeds_iterations": 11,
         "scaling_num_envs": [32, 256, 2048],  # for --experiments scaling
         "scaling_iterations": 3,
         "timeout": 1200,

@@ -60,8 +60,8 @@ def build(directories, out: Path, startup: dict) -> dict:
             if not isinstance(record, dict) or record.get("status") != "ok" or "iteration_durations" not in record:
                 continue
             size = SIZE_OF.get(tuple(record["hidden"]))
-            if size is None or record["args"].get("num_envs") != 32:  # the study's iteration only
-                continue
+            if size is None or record["args"].get("num_envs") != 32 or record["args"].get("num_seeds", 1) != 1:
+                continue  # the study's iteration, of one seed, only
             models.add((record.get("cpu") or {}).get("model"))
             durations = record["iteration_durations"]
             variant = setting_name(record["variant"], record["args"], DECLARED)
@@ -109,8 +109,9 @@ class Estimator:
             return None
         return {key: statistics.median(c[key] for c in cells) for key in ("setup_s", "first_s", "later_s")}
 
-    def seconds(self, variant: str, env: str, size: str, iterations: int):
-        """The estimated seconds of one run, or None where the table knows nothing of the variant at that size."""
+    def seconds(self, variant: str, env: str, size: str, iterations: int, seeds: int = 1):
+        """The estimated seconds of one run, or None where the table knows nothing of the variant at that size. A run
+        of several seeds at once (--num-seeds) is priced as `seeds` times the later iterations of one."""
         cell = self.cells.get((variant, env, size))
         if cell is None:
             cell = self.typical(variant, size)
@@ -118,7 +119,7 @@ class Estimator:
                 return None
             cell = {**cell, "later_s": cell["later_s"] * self.env_factor(env, size)}
         startup = self.startup.get(FRAMEWORK.get(variant), max(self.startup.values(), default=0.0))
-        return startup + cell["setup_s"] + cell["first_s"] + (iterations - 1) * cell["later_s"]
+        return startup + cell["setup_s"] + cell["first_s"] + (iterations - 1) * cell["later_s"] * seeds
 
 
 def duration(seconds: float) -> str:
@@ -129,7 +130,7 @@ def duration(seconds: float) -> str:
 
 
 def estimate(lines, costs: Path, at_once: int = 1, gpu: bool = False, source: bool = True) -> str:
-    """One line: the estimated duration of the runs given as "VARIANT ENV SIZE ITERATIONS" lines, `at_once` at a time,
+    """One line: the estimated duration of the runs given as "VARIANT ENV SIZE ITERATIONS [SEEDS]" lines, `at_once` at a time,
     and (source) what it comes from.
 
     gpu: for a GPU, where no run was measured, derived from the CPU's costs: start-up, setup and iteration 0 as there,
@@ -141,10 +142,10 @@ def estimate(lines, costs: Path, at_once: int = 1, gpu: bool = False, source: bo
         return f"no estimate: cannot read {costs}"
     estimator, total, known, unknown = Estimator(table), 0.0, 0, set()
     measured = {variant for variant, _, _ in estimator.cells}
-    for variant, env, size, iterations in (line.split() for line in lines if line.strip()):
+    for variant, env, size, iterations, *seeds in (line.split() for line in lines if line.strip()):
         if gpu:
             size, variant = "s", variant if variant in measured else variant.split("+")[0]
-        seconds = estimator.seconds(variant, env, size, int(iterations))
+        seconds = estimator.seconds(variant, env, size, int(iterations), int(seeds[0]) if seeds else 1)
         if seconds is None:
             unknown.add(f"{variant} at size {size}")
         else:

@@ -36,15 +36,23 @@ class Variant:
     flags: tuple = ()  # what a setting adds to its script's command line
     setting_of: Optional[str] = None  # for a setting: its script's variant, which it runs beside
     gpu_only: bool = False  # a setting only a GPU runs: a plan without a GPU leaves it out
+    num_seeds: bool = False  # its Args take --num-seeds: several seeds trained at once (the seeds experiment)
 
 
 class VariantError(ValueError):
     pass
 
 
-def tooling(path: Path) -> dict:
+def args_fields(tree: ast.Module) -> set:
+    """The fields of the script's Args dataclass, read from its source: the flags it takes."""
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == "Args":
+            return {n.target.id for n in node.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+    return set()
+
+
+def tooling(tree: ast.Module, path: Path) -> dict:
     """The script's module-level `TOOLING = {...}`, checked."""
-    tree = ast.parse(path.read_text(), filename=str(path))
     for node in tree.body:
         if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["TOOLING"]:
             try:
@@ -67,10 +75,12 @@ def discover(root: Path = ROOT) -> list:
     """The variant scripts, in their declared order, each followed by its settings (see SETTINGS)."""
     found = []
     for path in sorted(root.glob("ppo_*.py")):
-        fields = tooling(path)
+        tree = ast.parse(path.read_text(), filename=str(path))
+        fields = tooling(tree, path)
         name = path.stem.removeprefix("ppo_")
         settings = {key: fields.pop(key) for key in SETTINGS if key in fields}
-        script = Variant(name=name, script=path.name, compiles=fields.pop("compiles", None), **fields)
+        num_seeds = "num_seeds" in args_fields(tree)
+        script = Variant(name=name, script=path.name, compiles=fields.pop("compiles", None), num_seeds=num_seeds, **fields)
         found.append((script.order, name, script))
         for key, s in settings.items():
             setting = dataclasses.replace(

@@ -26,6 +26,7 @@ FIGURES = [  # and one learn_ENV.png per environment of the learn runs
     "rollout_update.png",
     "compilation.png",
     "scaling.png",
+    "seeds.png",
     "learning_curves.png",
     "learn.png",  # before one figure per environment: removed when found
 ]
@@ -124,6 +125,7 @@ def draw(summary, out) -> None:
         (summary.durations, durations),
         (summary.speedups, speedups),
         (summary.scaling, scaling),
+        (summary.seeds, seeds),
     ):
         if section:
             draw_section(section, out)
@@ -326,3 +328,28 @@ def scaling(section, out) -> None:
     ax.set_yscale("log")
     ax.legend(fontsize=7)
     save(fig, out, "scaling.png")
+
+
+def seeds(section, out) -> None:
+    """Agent steps per second against the seeds trained at once, a panel per environment: a variant with N at once
+    as a line with its intervals; one seed alone as a dashed level, which N runs one after another keep."""
+    envs, rows = section["envs"], section["rows"]
+    fig, axes = plt.subplots(1, len(envs), figsize=(5.5 * len(envs), 4.5), squeeze=False)
+    top = max(r["num_seeds"] for r in rows)
+    for ax, env in zip(axes[0], envs):
+        for v in dict.fromkeys(r["variant"] for r in rows if r["env"] == env):
+            mine = sorted((r for r in rows if (r["env"], r["variant"]) == (env, v)), key=lambda r: r["num_seeds"])
+            bars = np.array(
+                [
+                    [r["agent_sps"] - (r["sps_low"] or r["agent_sps"]), (r["sps_high"] or r["agent_sps"]) - r["agent_sps"]]
+                    for r in mine
+                ]
+            ).T
+            ns, sps = [r["num_seeds"] for r in mine], [r["agent_sps"] for r in mine]
+            ax.errorbar(ns, sps, yerr=bars, color=COLORS.get(v), marker="o", ms=4, lw=1, capsize=2, label=v)
+            ax.hlines(sps[0], 1, top, colors=COLORS.get(v), linestyles="--", lw=0.8)  # one seed at a time
+        ax.set(xlabel="seeds trained at once (--num-seeds)", ylabel="agent steps per second (steady)", title=env)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+    axes[0][0].legend(fontsize=7, title="dashed: one seed at a time", title_fontsize=7)
+    save(fig, out, "seeds.png")

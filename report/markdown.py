@@ -55,6 +55,7 @@ def render(summary) -> str:
         ("Total duration by environment cost", summary.durations, durations),
         ("Pairwise speedups", summary.speedups, speedups),
         ("Scaling with --num-envs", summary.scaling, scaling),
+        ("Seeds at once (--num-seeds) against one by one", summary.seeds, seeds),
         ("Learning curves", summary.curves, curves),
         ("Does every variant learn? (learn preset)", summary.learn, learn),
     ]
@@ -262,6 +263,27 @@ def scaling(s) -> list:
         "",
         table(["variant", *[f"{n} envs" for n in num_envs]], rows),
     ]
+
+
+def seeds(s) -> list:
+    lines = [
+        image("seeds.png"),
+        f"Agent steps per second: N seeds x an iteration's env steps / its median time (iterations 1-end), median over "
+        f"blocks with its {CONFIDENCE:.0%} interval. At once / one by one: the time of N seeds trained at once "
+        "(--num-seeds N, one vmapped program) over N times one seed's, block by block (geometric mean; below 1, vmap "
+        "gives more seeds per hour). Peak host memory: the process's, median.",
+        "",
+    ]
+    for env in s["envs"]:
+        rows = []
+        for r in (r for r in s["rows"] if r["env"] == env):
+            ratio = r["at_once_over_one_by_one"]
+            ratio = "-" if ratio is None else with_interval(ratio["ratio"], ratio["ci_low"], ratio["ci_high"])
+            sps = with_interval(r["agent_sps"], r["sps_low"], r["sps_high"])
+            rows.append([r["variant"], r["num_seeds"], r["runs"], sps, ratio, fmt(r["host_mb_median"], 4)])
+        header = ["variant", "N", "runs", "agent steps/s", "at once / one by one", "peak host MB"]
+        lines += [f"**{env}**", "", table(header, rows), ""]
+    return lines
 
 
 def curves(_) -> list:

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from presets import EXPERIMENTS  # noqa: E402
 from presets import SIZES as PLAN_SIZES  # noqa: E402
 from variants import compile_pairs, discover, scripts, setting_name  # noqa: E402
 
@@ -34,7 +35,6 @@ LEARN_PAIRS = [(a.name, b.name) for a, b in itertools.combinations(_COMPILED, 2)
 ]
 SIZES = {layers: size for size, layers in PLAN_SIZES.items()}  # hidden layers -> s, m or l (bench/plan.py)
 SIZE_ORDER = list(SIZES.values())  # the order of the sizes in tables and figures; other sizes after them
-EXPERIMENTS = ("overall", "sync", "compile", "scaling", "learn")
 
 
 @dataclass
@@ -46,6 +46,7 @@ class Run:
     seed: int
     num_envs: int
     record: dict
+    num_seeds: int = 1  # seeds trained at once (--num-seeds): the seeds experiment only
 
     @property
     def total(self) -> float:
@@ -109,8 +110,8 @@ def load_runs(directory: Path):
             failures.append(f"{path.relative_to(directory)}: {reason}")
             continue
         args = record["args"]
-        if args.get("num_seeds", 1) > 1:  # its times are for every seed at once, its returns a list per seed
-            reason = f"trained {args['num_seeds']} seeds at once (--num-seeds), which these reports do not read yet"
+        if args.get("num_seeds", 1) > 1 and args.get("exp_name") != "seeds":  # its times are for every seed at once
+            reason = f"trained {args['num_seeds']} seeds at once (--num-seeds), which only the seeds experiment reads"
             warn(f"{path}: {reason}; skipped")
             failures.append(f"{path.relative_to(directory)}: {reason}")
             continue
@@ -120,7 +121,10 @@ def load_runs(directory: Path):
         variant = setting_name(record["variant"], args, DECLARED)
         hidden = tuple(record["hidden"])
         size = SIZES.get(hidden, "x".join(map(str, hidden)))
-        runs.append(Run(experiment, variant, record["env_id"], size, record["seed"], args["num_envs"], record))
+        run = Run(
+            experiment, variant, record["env_id"], size, record["seed"], args["num_envs"], record, args.get("num_seeds", 1)
+        )
+        runs.append(run)
         if record["compiles_after_first_iteration"]:  # kept, but its iterations after 0 include compilation
             warn(f"{path}: compiled {record['compiles_after_first_iteration']} time(s) after iteration 0")
     return runs, failures

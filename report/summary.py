@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from report import learning, timing
+from report import learning, seeds, timing
 from report.records import env_axis, group_by, host_cores, machine  # (it puts bench/ on the path)
 
 
@@ -26,6 +26,7 @@ class Summary:
     durations: Optional[dict]  # the overall runs, with their env axis
     speedups: Optional[dict]
     scaling: Optional[dict]  # the scaling runs
+    seeds: Optional[dict]  # the seeds runs: N seeds at once against one by one
     curves: Optional[dict]  # the overall runs' learning curves
     learn: list  # the learn runs: one section per environment
 
@@ -34,6 +35,7 @@ def summarize(runs, failures, directory: Path) -> Summary:
     """The summary of runs (all from one machine) read from directory, with the files it skipped."""
     by_experiment = group_by(runs, lambda r: r.experiment)
     overall, sync, scaling, learn = (by_experiment[e] for e in ("overall", "sync", "scaling", "learn"))
+    one_seed = [r for r in runs if r.num_seeds == 1]  # what the sections but seeds' compare: one seed a run
     compiled = overall + by_experiment["compile"]
     return Summary(
         device=runs[0].record["device"],
@@ -43,10 +45,11 @@ def summarize(runs, failures, directory: Path) -> Summary:
         overhead=timing.overhead(overall) if overall else None,
         rollout_update=timing.rollout_update(sync) if sync else None,
         compilation=timing.compilation(compiled) if compiled else None,
-        memory=timing.memory(runs),
+        memory=timing.memory(one_seed),
         durations=durations(overall, directory) if overall else None,
         speedups=timing.speedups(overall) if overall else None,
         scaling=timing.scaling(scaling) if scaling else None,
+        seeds=seeds.seeds(by_experiment["seeds"]) if by_experiment["seeds"] else None,
         curves=learning.learning_curves(overall) if overall else None,
         learn=[learning.learn(env, [r for r in learn if r.env == env]) for env in sorted({r.env for r in learn})],
     )
@@ -132,6 +135,7 @@ def as_json(summary: Summary) -> str:
             "ratios": without_blocks(ratios(summary)),
             "answer": without_blocks(summary.answer["rows"] if summary.answer else []),
             "memory": summary.memory or [],
+            "seeds": summary.seeds["rows"] if summary.seeds else [],
             "learning": [{"env": s["env"], **r} for s in summary.learn for r in s["rows"]],
             "learning_pairs": [r for s in summary.learn for r in learning_pairs(s)],
             "time_to_threshold": [{"env": s["env"], **r} for s in summary.learn for r in s["reach"]],

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, VARIANTS, load
+from conftest import DECLARED, ROOT, VARIANTS, load
 from presets import PRESETS
 
 BENCHMARK = ROOT / "benchmark.sh"
@@ -103,7 +103,10 @@ def test_dry_run_plans_the_issue_sweeps_and_writes_nothing(tmp_path):
     assert f"overall: {n * 12 * 3 * 3} runs" in full.stdout and f"sync: {n * 12 * 3 * 3} runs" in full.stdout
     assert (f"compile: {2 * 12 * 3 * 3} runs" in full.stdout) == bool(nnx)
     assert f"scaling: {n * 8 * 3} runs" in full.stdout
-    assert f"plan: {n * (2 * 108 + 24) + nnx * 216} runs, 0 already done" in full.stdout
+    # seeds: one seed of every variant and 4, 16 and 64 at once of each script that takes --num-seeds, on 2 envs
+    seeds = 2 * 3 * (n + 3 * sum(DECLARED[v].num_seeds for v in VARIANTS))
+    assert f"seeds: {seeds} runs" in full.stdout
+    assert f"plan: {n * (2 * 108 + 24) + nnx * 216 + seeds} runs, 0 already done" in full.stdout
     assert "overall/jax_linen__SpaceInvaders-MinAtar__l__seed3" in full.stdout
     learn = sweep("--preset", "learn", "--dry-run", "--out", str(out))
     planned = re.findall(r"learn/(\w+)__CartPole-v1__s__seed(\d+)", learn.stdout)
@@ -180,38 +183,31 @@ def test_an_interpreter_without_the_packages_is_refused_before_anything_runs(tmp
 QUICK_VARIANT = "torch" if "torch" in VARIANTS else "jax_linen"
 
 
-def test_quick_preset_produces_every_file_then_resumes_and_plots(tmp_path):
+def test_a_real_sweep_writes_its_record_then_resumes_and_plots(tmp_path):
+    """The quick preset's overall run, end to end with a real script (the plans of the other experiments: the fake
+    scripts' tests above and below)."""
     out, v = tmp_path / "quick", QUICK_VARIANT
-    proc = sweep("--preset", "quick", "--out", str(out), "--variants", v)
+    flags = ("--preset", "quick", "--experiments", "overall", "--out", str(out), "--variants", v)
+    proc = sweep(*flags)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    expected = {
-        f"overall/{v}__CartPole-v1__s__seed1.json",
-        f"sync/{v}__CartPole-v1__s__seed1.json",
-        f"scaling/{v}__CartPole-v1__s__n0008__seed1.json",
-        f"scaling/{v}__CartPole-v1__s__n0032__seed1.json",
-    }
     records = run_files(out)
-    assert set(records) == expected
-    for name, record in records.items():
-        experiment = name.split("/")[0]
-        assert record["status"] == "ok" and record["variant"] == v and record["args"]["exp_name"] == experiment
-        assert record["sync_timing"] is (experiment == "sync")
-        assert len(record["iteration_durations"]) == (2 if experiment == "scaling" else 3)
-    assert records[f"scaling/{v}__CartPole-v1__s__n0032__seed1.json"]["args"]["num_envs"] == 32
+    assert set(records) == {f"overall/{v}__CartPole-v1__s__seed1.json"}
+    (record,) = records.values()
+    assert record["status"] == "ok" and record["variant"] == v and record["args"]["exp_name"] == "overall"
+    assert record["sync_timing"] is False and len(record["iteration_durations"]) == 3
     costs = json.loads((out / "env_cost.json").read_text())
     assert costs["num_envs"] == 8 and costs["envs"]["CartPole-v1"]["median_s"] > 0
-    assert summary(proc.stdout) == (4, 0, 0)
-    assert re.search(r"\[4/4\] elapsed \d+:\d\d:\d\d, remaining ~\d+:\d\d:\d\d  scaling/", proc.stdout)
+    assert summary(proc.stdout) == (1, 0, 0)
+    assert re.search(r"\[1/1\] elapsed \d+:\d\d:\d\d, remaining ~\?  overall/", proc.stdout)
 
-    again = sweep("--preset", "quick", "--out", str(out), "--variants", v)
-    assert again.returncode == 0 and summary(again.stdout) == (0, 4, 0)
+    again = sweep(*flags)
+    assert again.returncode == 0 and summary(again.stdout) == (0, 1, 0)
     assert run_files(out) == records  # nothing was run again
 
     plot = subprocess.run([sys.executable, str(ROOT / "plot.py"), str(out)], capture_output=True, text=True)
     assert plot.returncode == 0, plot.stderr
-    # One variant: no speedups, no compilation pairs; everything else is drawn.
-    pngs = {"duration.png", "overhead.png", "rollout_update.png", "scaling.png", "learning_curves.png"}
-    assert {p.name for p in out.glob("*.png")} == pngs
+    # One variant, one experiment: no speedups, no rollout/update, no scaling; everything else is drawn.
+    assert {p.name for p in out.glob("*.png")} == {"duration.png", "overhead.png", "learning_curves.png"}
     assert (out / "summary.md").exists()
 
 
@@ -372,6 +368,23 @@ def test_the_cpu_preset_plans_both_axes_and_tells_its_cost_first(tmp_path):
         for cell in {(e, z) for (_, e, z) in overall}
     )
     assert {key[0] for key in seeds} == {"overall", "sync", "compile"}
+
+
+def test_the_seeds_experiment_runs_n_seeds_at_once_where_a_script_takes_it_beside_one_seed_of_every_variant(tmp_path):
+    proc = sweep("--preset", "cpu", "--experiments", "seeds", "--dry-run", "--out", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    runs = re.findall(r"\] to-run seeds/([\w+]+)__([\w-]+)__s__k(\d+)__seed(\d+) (.*)", proc.stdout)
+    assert runs and re.search(rf"preset cpu, {len(runs)} runs", proc.stdout)
+    timing = [v for v in VARIANTS if v != "linen_nojit"]  # the cpu preset's seeds: every variant but the eager one
+    for env in {env for _, env, _, _, _ in runs}:
+        for k in {int(k) for _, _, k, _, _ in runs}:
+            for seed in ("1", "2", "3"):
+                block = [(v, flags) for v, e, n, s, flags in runs if (e, int(n), s) == (env, k, seed)]
+                takes = [v for v in timing if DECLARED[v].num_seeds]
+                assert sorted(v for v, _ in block) == sorted(timing if k == 1 else takes), (env, k, seed)
+                assert all(("--num-seeds" in flags) == (k > 1) for _, flags in block)
+                assert all(f"--num-seeds {k} " in flags for _, flags in block if k > 1)
+    assert {v for v in VARIANTS if DECLARED[v].num_seeds} >= {"jax_linen", "jax_nnx", "jax_equinox"}
 
 
 STUDY_ENVS = [

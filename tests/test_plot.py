@@ -522,7 +522,7 @@ def test_an_incomplete_or_foreign_json_is_skipped_with_a_warning_naming_the_file
     assert "torch__Acrobot-v1__s__seed8.json: incomplete: no 'cpu'" in err
     assert "other-tool.json: failure record or not a run (not a record)" in err
     assert "no-num-envs.json: incomplete: no 'args.num_envs'" in err
-    assert "seeds.json: trained 4 seeds at once (--num-seeds), which these reports do not read yet" in err
+    assert "seeds.json: trained 4 seeds at once (--num-seeds), which only the seeds experiment reads" in err
     summary = (d / "summary.md").read_text()
     assert "6 runs from" in summary and "5 files skipped" in summary
 
@@ -542,3 +542,30 @@ def test_the_statistics_import_and_compute_without_matplotlib():
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.splitlines() == [str(1 / 3), "A faster", "learns like the reference"]
+
+
+def test_seeds_at_once_are_compared_with_one_by_one_block_by_block(tmp_path):
+    """The seeds experiment: jax_linen's 4 seeds at once take 2x one seed's iteration (seed by seed 1.5x, 2x, 2.5x),
+    so at once over one by one is 2 / 4 = 0.5 (geometric mean of 0.375, 0.5, 0.625), and 4 x 32 x 256 agent steps
+    in 0.2 s; torch runs one seed only; a 4-seed run of the overall experiment is refused, not mixed in."""
+    d = tmp_path / "sweep"
+    one, at_once = {1: 0.1, 2: 0.1, 3: 0.1}, {1: 0.15, 2: 0.2, 3: 0.25}
+    for seed in (1, 2, 3):
+        for variant, n, iteration in [("jax_linen", 1, one[seed]), ("torch", 1, 0.3), ("jax_linen", 4, at_once[seed])]:
+            rec = record("seeds", variant, "CartPole-v1", "s", seed, total=1, iteration=iteration)
+            rec["iteration_durations"] = [3.0] + [iteration] * 10
+            rec.update(schema_version=2, cpu={"model": "AMD EPYC", "cores": 2}, peak_host_memory_mb=100.0 * n)
+            rec["args"] |= {"num_seeds": n} if n > 1 else {}
+            write(d, f"seeds/{variant}__CartPole-v1__s__k{n:03d}__seed{seed}.json", rec)
+    assert plot.main([str(d)]) == 0
+    rows = {(r["variant"], r["num_seeds"]): r for r in json.loads((d / "summary.json").read_text())["seeds"]}
+    assert set(rows) == {("jax_linen", 1), ("jax_linen", 4), ("torch", 1)}
+    four = rows["jax_linen", 4]
+    assert math.isclose(four["agent_sps"], 4 * 32 * 256 / 0.2)
+    expected = math.exp(np.mean(np.log([0.375, 0.5, 0.625])))
+    assert (
+        math.isclose(four["at_once_over_one_by_one"]["ratio"], expected) and four["at_once_over_one_by_one"]["n_blocks"] == 3
+    )
+    assert four["host_mb_median"] == 400 and rows["torch", 1]["at_once_over_one_by_one"] is None
+    assert math.isclose(rows["torch", 1]["agent_sps"], 32 * 256 / 0.3)
+    assert (d / "seeds.png").exists() and "## Seeds at once (--num-seeds) against one by one" in (d / "summary.md").read_text()

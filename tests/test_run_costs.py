@@ -32,12 +32,16 @@ def test_a_run_costs_start_up_setup_iteration_0_and_its_later_iterations():
     # there than over its environments (1.5 s against the median of 0.5 and 1.5: 1.5x).
     assert estimator.seconds("torch", "Breakout-MinAtar", "s", 3) == pytest.approx(8 + 1 + 1 + 2 * 1.0 * 1.5)
     assert estimator.seconds("torch", "CartPole-v1", "m", 3) is None
+    # 4 seeds at once (--num-seeds 4): 4 times the later iterations of one; start-up, setup and iteration 0 once
+    assert estimator.seconds("jax_linen", "CartPole-v1", "s", 21, seeds=4) == 5 + 1 + 2 + 20 * 0.5 * 4
 
 
 def test_the_estimate_line_counts_days_and_names_what_it_cannot_estimate(tmp_path):
     costs = tmp_path / "costs.json"
     costs.write_text(json.dumps(TABLE))
     line = run_costs.estimate(["jax_linen CartPole-v1 s 21"] * 200, costs)  # 200 x 18 s = 1:00
+    assert line == run_costs.estimate(["jax_linen CartPole-v1 s 21 1"] * 200, costs)  # one seed a run
+    assert run_costs.estimate(["jax_linen CartPole-v1 s 21 4"] * 100, costs).startswith("estimated 1:20 (h:mm)")
     assert line == "estimated 1:00 (h:mm) for 200 runs, from runs measured on Test CPU"
     assert run_costs.estimate(["jax_linen CartPole-v1 s 21"] * 200, costs, at_once=2).startswith(
         "estimated 0:30 (h:mm) for 200 runs, 2 at a time"
