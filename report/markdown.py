@@ -279,7 +279,8 @@ def seeds(s) -> list:
         for r in (r for r in s["rows"] if r["env"] == env):
             ratio = r["at_once_over_one_by_one"]
             ratio = "-" if ratio is None else with_interval(ratio["ratio"], ratio["ci_low"], ratio["ci_high"])
-            sps = with_interval(r["agent_sps"], r["sps_low"], r["sps_high"])
+            k = lambda x: f"{x / 1e3:.1f}k"  # thousands of agent steps per second
+            sps = k(r["agent_sps"]) + ("" if r["sps_low"] is None else f" [{k(r['sps_low'])}, {k(r['sps_high'])}]")
             rows.append([r["variant"], r["num_seeds"], r["runs"], sps, ratio, fmt(r["host_mb_median"], 4)])
         header = ["variant", "N", "runs", "agent steps/s", "at once / one by one", "peak host MB"]
         lines += [f"**{env}**", "", table(header, rows), ""]

@@ -21,6 +21,7 @@ STUDIES = {
     "same_start": (["--seeds", "1", "--iterations", "2"], "1", "jax_nnx"),
     "torch_compile_check": (["--seed", "1", "--iterations", "2"], "sampler", "torch_compile"),
     "gae_doubling": (["--blocks", "2", "--calls", "2"], "ratio_doubling_over_loop", "torch"),
+    "seeds_learn": (["--num-seeds", "3", "--total-timesteps", "8192"], "statistics", "jax_linen"),
 }
 
 
