@@ -29,6 +29,8 @@
 #                of "overall"; this runs the settings beside their script: nnx with and without cached_partial,
 #                and on a GPU torch_compile with and without CUDA graphs
 #   scaling  (4) --num-envs sweep on CartPole-v1 with the small model: cost vs amount of work
+#   seeds        --num-seeds 1, 4, 16 (64): seeds trained at once where a script takes it, beside one seed of every
+#                variant, at size s: N seeds at once against N one after another
 #   learn        CartPole-v1 and Acrobot-v1, each script's default config, over many seeds: does every
 #                variant learn, and how many seconds does it take to?
 #
@@ -54,10 +56,10 @@ Options:
   --preset NAME        quick | cpu | full | gpu | learn | gpu-check (default full)
   --out DIR            output directory (default benchmark_out/PRESET)
   --variants LIST      comma-separated names of ppo_*.py scripts (jax_linen for ppo_jax_linen.py; default all)
-  --envs LIST          gymnax ids for overall, sync, compile and learn (scaling uses CartPole-v1)
+  --envs LIST          gymnax ids for overall, sync, compile, seeds and learn (scaling uses CartPole-v1)
   --sizes LIST         from s (64,64), m (256x3), l (1024x6)
   --repeats N          seeds 1..N for every run
-  --experiments LIST   from overall,sync,compile,scaling,learn
+  --experiments LIST   from overall,sync,compile,scaling,seeds,learn
   --timeout SECONDS    per-run time limit (default: the preset's)
   --retry-failed       rerun runs whose record is a failure record (default: keep it, skip the run)
   --dry-run            print the plan and what is already done; run nothing
