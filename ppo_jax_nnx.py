@@ -46,7 +46,7 @@ class Args:
     cuda: bool = True
     """use the GPU when one is visible; the CPU otherwise"""
     env_id: str = "CartPole-v1"
-    """the gymnax environment id (discrete actions only)"""
+    """the gymnax environment id (discrete actions only), or Craftax-Classic-Symbolic-v1 or Craftax-Symbolic-v1"""
     total_timesteps: int = 819200
     """total environment steps; rounded down to whole iterations of num_envs * num_steps"""
     num_envs: int = 32
@@ -145,6 +145,16 @@ class Runner(NamedTuple):  # what the scans carry besides the agent and its opti
     obs: jax.Array
     episode: EpisodeStats
     key: jax.Array
+
+
+def make_env(env_id: str):
+    """The environment and its parameters: gymnax's, or Craftax's through craftax_gymnax.py, the one module the
+    scripts share (imported for a Craftax id only: for gymnax's, this file runs alone)."""
+    if env_id.startswith("Craftax"):
+        import craftax_gymnax
+
+        return craftax_gymnax.make(env_id)
+    return gymnax.make(env_id)
 
 
 def step_envs(env, env_params, key, env_state, episode: EpisodeStats, action):
@@ -267,7 +277,7 @@ def train(args: Args) -> dict:
     """Train, time every iteration, and return the result record."""
     start = time.perf_counter()
     hidden, device = check_args(args)
-    env, env_params = gymnax.make(args.env_id)
+    env, env_params = make_env(args.env_id)
     jax.config.update("jax_default_device", device)
     # torch's names for XLA's: the same arithmetic in both frameworks (docs/usage.md, "Flags")
     jax.config.update("jax_default_matmul_precision", {"highest": "highest", "high": "tensorfloat32"}[args.matmul_precision])
@@ -285,8 +295,9 @@ def train(args: Args) -> dict:
         key, init_key, reset_key = jax.random.split(jax.random.key(seed), 3)
         obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
         # gymnax's reset leaves some fields weakly typed (MountainCar's velocity is jnp.array(0.0)) and a step
-        # makes them strong: a jitted step would trace and compile again on its second call. Strong from the start.
-        env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if x.weak_type else x, env_state)
+        # makes them strong: a jitted step would trace and compile again on its second call. Strong from the start
+        # (Craftax's state also holds typed PRNG keys, which have no weak type).
+        env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if getattr(x, "weak_type", False) else x, env_state)
         agent = Agent(int(np.prod(obs.shape[1:])), hidden, env.action_space(env_params).n, rngs=nnx.Rngs(init_key))
         optimizer = nnx.Optimizer(agent, tx, wrt=nnx.Param)
         episode = EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
@@ -409,9 +420,10 @@ def check_args(args: Args):
     if args.json_out:
         check_writable(args.json_out)
     supported = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]  # that one downloads MNIST when built
+    supported += ["Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1"]  # Craftax's symbolic ones (pixels: textures)
     if args.env_id not in supported:
-        raise UsageError(f"unsupported --env-id {args.env_id!r}; gymnax ids: {', '.join(supported)}")
-    env, env_params = gymnax.make(args.env_id)  # to see its actions; train() makes its own
+        raise UsageError(f"unsupported --env-id {args.env_id!r}; supported ids: {', '.join(supported)}")
+    env, env_params = make_env(args.env_id)  # to see its actions; train() makes its own
     if not isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete):
         raise UsageError(f"{args.env_id} has continuous actions; only discrete-action environments are supported")
     device = jax.devices()[0] if args.cuda else jax.devices("cpu")[0]  # the GPU if jax sees one
@@ -495,6 +507,7 @@ class Log:
         """The JSON record (schema 2, README "The record"); the arguments are what only train() knows."""
         if self.writer:
             self.writer.close()
+        libraries = LIBRARIES + ("craftax",) * self.args.env_id.startswith("Craftax")
         args = self.args
         returns, episodes = (np.array(x, dtype=float) for x in zip(*self.finished))  # (iterations, seeds) each
         per_iteration = [[float(r / n) if n else None for r, n in zip(*seed)] for seed in zip(returns.T, episodes.T)]
@@ -514,7 +527,7 @@ class Log:
             "host": platform.node(),
             "cpu": cpu_info(),
             "peak_host_memory_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # Linux counts KiB
-            "versions": {"python": platform.python_version(), **{n: importlib.metadata.version(n) for n in LIBRARIES}},
+            "versions": {"python": platform.python_version(), **{n: importlib.metadata.version(n) for n in libraries}},
             "git_commit": self.commit,
             "param_count": param_count,
             "env_steps": len(self.durations) * args.num_envs * args.num_steps,

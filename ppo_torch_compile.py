@@ -51,7 +51,7 @@ class Args:
     cuda: bool = True
     """use the GPU when one is visible; the CPU otherwise"""
     env_id: str = "CartPole-v1"
-    """the gymnax environment id (discrete actions only)"""
+    """the gymnax environment id (discrete actions only), or Craftax-Classic-Symbolic-v1 or Craftax-Symbolic-v1"""
     total_timesteps: int = 819200
     """total environment steps; rounded down to whole iterations of num_envs * num_steps"""
     num_envs: int = 32
@@ -160,6 +160,16 @@ class Runner(NamedTuple):
     obs: torch.Tensor
     episode: EpisodeStats  # JAX
     key: jax.Array
+
+
+def make_env(env_id: str):
+    """The environment and its parameters: gymnax's, or Craftax's through craftax_gymnax.py, the one module the
+    scripts share (imported for a Craftax id only: for gymnax's, this file runs alone)."""
+    if env_id.startswith("Craftax"):
+        import craftax_gymnax
+
+        return craftax_gymnax.make(env_id)
+    return gymnax.make(env_id)
 
 
 def step_envs(env, env_params, key, env_state, episode: EpisodeStats, action):
@@ -313,7 +323,7 @@ def train(args: Args) -> dict:
     """Train, time every iteration, and return the result record."""
     start = time.perf_counter()
     hidden, device, jax_device = check_args(args)
-    env, env_params = gymnax.make(args.env_id)
+    env, env_params = make_env(args.env_id)
     jax.config.update("jax_default_device", jax_device)
     torch.set_float32_matmul_precision(args.matmul_precision)  # highest: float32; high: TF32, as JAX's tensorfloat32
     torch._inductor.config.cpp_wrapper = device.type == "cpu"  # compiled code called from C++, not Python: less overhead
@@ -324,11 +334,12 @@ def train(args: Args) -> dict:
     num_iterations = args.total_timesteps // batch_size
     grad_steps_per_iteration = args.update_epochs * args.num_minibatches
 
-    key, reset_key = jax.random.split(jax.random.key(args.seed))
+    key, _, reset_key = jax.random.split(jax.random.key(args.seed), 3)  # as the JAX scripts split it: the same worlds
     obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
     # gymnax's reset leaves some fields weakly typed (MountainCar's velocity is jnp.array(0.0)) and a step
-    # makes them strong: a jitted step would trace and compile again on its second call. Strong from the start.
-    env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if x.weak_type else x, env_state)
+    # makes them strong: a jitted step would trace and compile again on its second call. Strong from the start
+    # (Craftax's state also holds typed PRNG keys, which have no weak type).
+    env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if getattr(x, "weak_type", False) else x, env_state)
     obs = torch.from_dlpack(obs)
     torch.manual_seed(args.seed)
     agent = Agent(obs[0].numel(), hidden, env.action_space(env_params).n).to(device)
@@ -493,9 +504,10 @@ def check_args(args: Args):
     if args.json_out:
         check_writable(args.json_out)
     supported = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]  # that one downloads MNIST when built
+    supported += ["Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1"]  # Craftax's symbolic ones (pixels: textures)
     if args.env_id not in supported:
-        raise UsageError(f"unsupported --env-id {args.env_id!r}; gymnax ids: {', '.join(supported)}")
-    env, env_params = gymnax.make(args.env_id)  # to see its actions; train() makes its own
+        raise UsageError(f"unsupported --env-id {args.env_id!r}; supported ids: {', '.join(supported)}")
+    env, env_params = make_env(args.env_id)  # to see its actions; train() makes its own
     if not isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete):
         raise UsageError(f"{args.env_id} has continuous actions; only discrete-action environments are supported")
     # One device for both frameworks, so that DLPack hands buffers over without a copy: the GPU if both see one.
@@ -614,6 +626,7 @@ class Log:
         """The JSON record (schema 2, README "The record"); the arguments are what only train() knows."""
         if self.writer:
             self.writer.close()
+        libraries = LIBRARIES + ("craftax",) * self.args.env_id.startswith("Craftax")
         args, last = self.args, self.finished[-10:]
         finished = sum(n for _, n in last)
         return {
@@ -629,7 +642,7 @@ class Log:
             "host": platform.node(),
             "cpu": cpu_info(),
             "peak_host_memory_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # Linux counts KiB
-            "versions": {"python": platform.python_version(), **{n: importlib.metadata.version(n) for n in LIBRARIES}},
+            "versions": {"python": platform.python_version(), **{n: importlib.metadata.version(n) for n in libraries}},
             "git_commit": self.commit,
             "param_count": param_count,
             "env_steps": len(self.durations) * args.num_envs * args.num_steps,

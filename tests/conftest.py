@@ -23,7 +23,8 @@ os.environ["GOMP_SPINCOUNT"] = "0"
 
 # The variants are the ppo_*.py scripts, each with what it declares of itself (bench/variants.py). Every test
 # parametrized over VARIANTS runs once per script.
-sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "studies")]  # the tools, and the studies some tests reuse
+# the tools, the studies some tests reuse, and the Craftax adapter the scripts import as their sibling
+sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "studies"), str(ROOT)]
 from variants import scripts  # noqa: E402
 
 DECLARED = {v.name: v for v in scripts()}
@@ -177,6 +178,8 @@ def loss_and_output_grads(variant: str, module, logits, value, mb, args):
 BACKGROUND_RUNS = {
     # one short run per variant, shared by the contract and equivalence tests
     "smoke": (VARIANTS, [*SHORT, "--hidden", "32,16", "--seed", "3"]),
+    # the same on Craftax-Classic, through the adapter the scripts share (its compilation is most of it)
+    "craftax": (VARIANTS, [*SHORT, "--hidden", "32,16", "--seed", "3", "--env-id", "Craftax-Classic-Symbolic-v1"]),
     # the default config (819200 steps): test_learning.py. linen_nojit dispatches every op eagerly,
     # too slow for the default pytest; benchmark.sh's `learn` preset runs it in full.
     "learned": ([v for v in VARIANTS if v != "linen_nojit"], ["--seed", "1", "--no-cuda", "--no-tensorboard", "--quiet"]),
@@ -209,6 +212,12 @@ def pytest_collection_finish(session):
 def smoke():
     """smoke(variant) -> (CompletedProcess, its working directory, its JSON path)."""
     return lambda variant: _runs["smoke", variant].result()
+
+
+@pytest.fixture(scope="session")
+def craftax():
+    """craftax(variant) -> the same, for the smoke config on Craftax-Classic-Symbolic-v1."""
+    return lambda variant: _runs["craftax", variant].result()
 
 
 @pytest.fixture(scope="session")

@@ -7,20 +7,26 @@ import numpy as np
 import pytest
 
 from conftest import VARIANTS, load, loss_and_output_grads, make_batch, read_json, to_native, to_numpy
+from test_contract import mlp_params
 
 pytestmark = pytest.mark.skipif(len(VARIANTS) < 2, reason="needs two variants to compare")
 
 
-def test_every_variant_does_the_same_work_with_the_same_network(smoke):
+@pytest.mark.parametrize("runs", ["smoke", "craftax"])  # CartPole-v1, and Craftax through its adapter
+def test_every_variant_does_the_same_work_with_the_same_network(runs, smoke, craftax):
+    run = {"smoke": smoke, "craftax": craftax}[runs]  # both named above: conftest starts the runs a test names
     records = {}
     for variant in VARIANTS:
-        proc, _, out = smoke(variant)
+        proc, _, out = run(variant)
         assert proc.returncode == 0, f"{variant}: {proc.stderr[-2000:]}"
         records[variant] = read_json(out)
     for key in ("param_count", "env_steps", "grad_steps", "hidden", "matmul_precision"):
         values = {variant: record[key] for variant, record in records.items()}
         assert len({str(v) for v in values.values()}) == 1, f"{key} differs: {values}"
     assert {v: r["compiles_after_first_iteration"] for v, r in records.items()} == dict.fromkeys(records, 0)
+    if runs == "craftax":  # it was Craftax: its 1,345 observation features in the network, its version recorded
+        assert all(r["env_id"] == "Craftax-Classic-Symbolic-v1" and "craftax" in r["versions"] for r in records.values())
+        assert records[VARIANTS[0]]["param_count"] == mlp_params([1345, 32, 16, 17]) + mlp_params([1345, 32, 16, 1])
 
 
 def test_loss_and_its_output_gradients_agree_across_variants():

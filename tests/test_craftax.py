@@ -1,0 +1,134 @@
+"""Craftax through craftax_gymnax.py: the same game as craftax's own auto-reset environment, the time limit as a
+truncation, no textures, and the same first observations in every variant for the same seed."""
+
+import functools
+
+import jax
+import numpy as np
+import pytest
+from craftax.craftax_classic import constants
+from craftax.craftax_env import make_craftax_env_from_name
+
+import craftax_gymnax
+from conftest import VARIANTS, load
+
+ENV_ID = "Craftax-Classic-Symbolic-v1"
+
+
+@pytest.fixture(scope="module")
+def adapter():
+    return craftax_gymnax.CraftaxGymnax(ENV_ID)
+
+
+@functools.cache
+def own_env():
+    """craftax's own environment with automatic reset: what the adapter must play alike."""
+    return make_craftax_env_from_name(ENV_ID, auto_reset=True)
+
+
+@functools.cache
+def random_rollout(env, num_envs: int, num_steps: int):
+    """A jitted function of (params, key): uniformly random actions in `num_envs` envs for `num_steps` steps, the
+    first observations and everything step returns, stacked over steps (one compilation per env and size)."""
+    num_actions = env.action_space(env.default_params).n
+
+    @jax.jit
+    def run(params, key):
+        reset_key, key = jax.random.split(key)
+        obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, num_envs), params)
+
+        def step(state, key):
+            action_key, step_key = jax.random.split(key)
+            action = jax.random.randint(action_key, (num_envs,), 0, num_actions)
+            out = jax.vmap(env.step, in_axes=(0, 0, 0, None))(jax.random.split(step_key, num_envs), state, action, params)
+            return out[1], (out[0], *out[2:])
+
+        return obs, jax.lax.scan(step, state, jax.random.split(key, num_steps))[1]
+
+    return run
+
+
+@pytest.mark.parametrize("max_timesteps", [None, 40])
+def test_the_adapter_plays_craftaxs_own_auto_reset_game(adapter, max_timesteps):
+    """Over a long random rollout: the same observations, rewards and ends as craftax's auto-reset env, the ends
+    split into terminations and truncations, and the observation before each reset kept. With a 40-step limit the
+    rollout holds both kinds of end; with the default 10,000 it holds deaths only."""
+    params = adapter.default_params
+    if max_timesteps:
+        params = params.replace(max_timesteps=max_timesteps)
+    num_envs, num_steps = 8, 256
+    key = jax.random.key(0)
+    first, (obs, reward, terminated, truncated, info) = random_rollout(adapter, num_envs, num_steps)(params, key)
+    own_first, (own_obs, own_reward, own_done, _) = random_rollout(own_env(), num_envs, num_steps)(params, key)
+
+    np.testing.assert_array_equal(first, own_first)
+    np.testing.assert_array_equal(obs, own_obs)
+    np.testing.assert_array_equal(reward, own_reward)
+    np.testing.assert_array_equal(terminated | truncated, own_done)
+    assert not np.any(terminated & truncated)
+    assert terminated.sum() > 0  # deaths happen: the check above can tell them from the time limit
+
+    # An episode's length at each step (steps since its reset, this one included): a truncation is the step that
+    # reaches the limit, never another.
+    done = np.asarray(terminated | truncated)
+    lengths = np.zeros_like(done, dtype=int)
+    for t in range(num_steps):
+        lengths[t] = (lengths[t - 1] * ~done[t - 1] if t else 0) + 1
+    if max_timesteps:
+        assert truncated.sum() > 0
+        np.testing.assert_array_equal(truncated, lengths == max_timesteps)
+    else:
+        assert not np.any(truncated)
+
+    final = np.asarray(info["final_observation"])
+    np.testing.assert_array_equal(final[~done], np.asarray(obs)[~done])  # no reset: the observation itself
+    assert not np.any(np.all(final[done] == np.asarray(obs)[done], axis=-1))  # a reset: the world before it
+
+
+def test_the_symbolic_game_loads_no_textures(adapter):
+    """The symbolic observation needs no textures: nothing loads, renders or writes a texture cache."""
+    random_rollout(adapter, 8, 256)(adapter.default_params, jax.random.key(1))
+    assert constants.load_all_textures.cache_info().currsize == 0
+
+
+def test_the_spaces_are_gymnaxs(adapter):
+    params = adapter.default_params
+    assert adapter.action_space(params).n == 17
+    assert adapter.observation_space(params).shape == (1345,)
+
+
+class Reset(Exception):
+    """Raised by the recording env once a script resets its envs: the test needs nothing after that."""
+
+
+def reset_keys(variant: str, env, monkeypatch, seed: int) -> np.ndarray:
+    """The keys `variant`'s train() resets its envs with for `seed` (they decide the first observations: the same
+    keys, the same worlds); its env is `env`, which records them and stops the run there."""
+    module = load(variant)
+    seen = []
+
+    class Recording:
+        def __getattr__(self, name):
+            return getattr(env, name)
+
+        def reset(self, key, params):
+            seen.append(np.asarray(jax.random.key_data(key.val)))  # called under jax.vmap: a tracer of all the keys
+            raise Reset
+
+    monkeypatch.setattr(module, "make_env", lambda env_id: (Recording(), env.default_params))
+    args = module.Args(env_id=ENV_ID, seed=seed, num_envs=4, cuda=False, tensorboard=False, quiet=True)
+    with pytest.raises(Reset):
+        module.train(args)
+    assert len(seen) == 1 and seen[0].shape[0] == 4, f"{variant}: {[k.shape for k in seen]}"
+    return seen[0]
+
+
+@pytest.mark.skipif(len(VARIANTS) < 2, reason="needs two variants to compare")
+def test_every_variant_starts_from_the_same_observations_for_the_same_seed(adapter, monkeypatch):
+    keys = {v: reset_keys(v, adapter, monkeypatch, seed=5) for v in VARIANTS}
+    reference = keys[VARIANTS[0]]
+    for variant, k in keys.items():
+        np.testing.assert_array_equal(k, reference, err_msg=f"{variant} vs {VARIANTS[0]}")
+    assert not np.array_equal(reset_keys(VARIANTS[0], adapter, monkeypatch, seed=6), reference)
+    first, _ = jax.vmap(adapter.reset, in_axes=(0, None))(jax.random.wrap_key_data(reference), adapter.default_params)
+    assert len({np.asarray(o).tobytes() for o in first}) == 4, "the 4 envs should start in 4 different worlds"
