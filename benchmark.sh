@@ -56,7 +56,7 @@ Options:
   --preset NAME        quick | cpu | full | gpu | learn | gpu-check (default full)
   --out DIR            output directory (default benchmark_out/PRESET)
   --variants LIST      comma-separated names of ppo_*.py scripts (jax_linen for ppo_jax_linen.py; default all)
-  --envs LIST          gymnax ids for overall, sync, compile, seeds and learn (scaling uses CartPole-v1)
+  --envs LIST          gymnax or Craftax ids for overall, sync, compile, seeds and learn (scaling: CartPole-v1)
   --sizes LIST         from s (64,64), m (256x3), l (1024x6)
   --repeats N          seeds 1..N for every run
   --experiments LIST   from overall,sync,compile,scaling,seeds,learn

@@ -18,6 +18,9 @@ import jax.numpy as jnp
 from craftax.craftax_env import make_craftax_env_from_name
 from gymnax.environments import spaces
 
+# Craftax's symbolic environments (the pixel ones render textures: not what a benchmark of frameworks needs)
+ENV_IDS = ("Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1")
+
 
 class CraftaxGymnax:
     """A Craftax environment as a gymnax 1.0 one: step -> (obs, state, reward, terminated, truncated, info)."""

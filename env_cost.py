@@ -1,4 +1,5 @@
-"""Time a vmapped gymnax `env.step` per environment: the env-complexity axis of plot.py.
+"""Time a vmapped gymnax `env.step` per environment (Craftax's through craftax_gymnax.py, as the scripts step it): the
+env-complexity axis of plot.py.
 
     python env_cost.py --out DIR/env_cost.json --num-envs 32 CartPole-v1 Breakout-MinAtar
 
@@ -6,8 +7,9 @@ For each environment: reset `--num-envs` copies and compile one `jax.jit` progra
 `--steps` steps of `vmap(env.step)` in a `lax.scan`, with random valid actions drawn beforehand.
 Each call is ended by `block_until_ready`; the cost of a step is the call's time divided by
 `--steps`, so the dispatch and the sync of a call are spread over many steps (on a GPU, one step of
-a small env takes less time than launching it). After a warm-up call, `--calls` timed calls; the
-median ignores the odd slow call from a busy machine.
+a small env takes less time than launching it). After a warm-up call, `--calls` timed calls, or as
+many as fit in a minute where they would take longer (at least 3: Craftax's take tens of seconds
+each on 2 CPU cores); the median ignores the odd slow call from a busy machine.
 Environments already in the output file at the same num_envs and steps are not measured again, so
 a resumed sweep does not redo this. Unknown or unsupported environment ids exit with code 2.
 """
@@ -27,11 +29,21 @@ import numpy as np
 # sweep), this script exits without paying their seconds of start-up.
 
 
-def measure(env_id: str, num_envs: int, steps: int, calls: int, seed: int = 0) -> dict:
+def make(env_id: str):
+    """The environment and its parameters, as the scripts' make_env makes them."""
     import gymnax
+
+    if env_id.startswith("Craftax"):
+        import craftax_gymnax
+
+        return craftax_gymnax.make(env_id)
+    return gymnax.make(env_id)
+
+
+def measure(env_id: str, num_envs: int, steps: int, calls: int, seed: int = 0) -> dict:
     import jax
 
-    env, params = gymnax.make(env_id)
+    env, params = make(env_id)
     key_reset, key_actions, key_steps = jax.random.split(jax.random.key(seed), 3)
     _, state = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(jax.random.split(key_reset, num_envs), params)
     # Drawn before timing, so only the env steps are timed.
@@ -48,6 +60,9 @@ def measure(env_id: str, num_envs: int, steps: int, calls: int, seed: int = 0) -
         return jax.lax.scan(one_step, state, (keys, actions))[0]
 
     state = jax.block_until_ready(run(state, keys, actions))  # compiles, and warms up
+    t0 = time.perf_counter()
+    state = jax.block_until_ready(run(state, keys, actions))  # warm: how long a call takes
+    calls = min(calls, max(3, int(60 / (time.perf_counter() - t0))))
     durations = []
     for _ in range(calls):
         t0 = time.perf_counter()
@@ -65,11 +80,13 @@ def measure(env_id: str, num_envs: int, steps: int, calls: int, seed: int = 0) -
 def check_env(env_id: str) -> None:
     import gymnax
 
+    import craftax_gymnax
+
     if env_id == "MNISTBandit-bsuite":
         raise ValueError("MNISTBandit-bsuite downloads MNIST when it is built; it is not supported")
-    if env_id not in gymnax.registered_envs:
+    if env_id not in (*gymnax.registered_envs, *craftax_gymnax.ENV_IDS):
         raise ValueError(f"unknown env id {env_id!r}")
-    env, params = gymnax.make(env_id)
+    env, params = make(env_id)
     if not isinstance(env.action_space(params), gymnax.environments.spaces.Discrete):
         raise ValueError(f"{env_id} has continuous actions; only discrete-action environments are supported")
 
@@ -90,7 +107,7 @@ def write_json_atomic(path: str, record: dict) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("env_ids", nargs="+", help="gymnax environment ids")
+    parser.add_argument("env_ids", nargs="+", help="gymnax environment ids, or Craftax's symbolic ones")
     parser.add_argument("--out", required=True, help="JSON file to create or extend")
     parser.add_argument("--num-envs", type=int, default=32, help="parallel environments (the training --num-envs)")
     parser.add_argument("--steps", type=int, default=500, help="env steps per timed call (one lax.scan)")
@@ -131,7 +148,7 @@ def main(argv=None) -> int:
             },
             "versions": {
                 "python": platform.python_version(),
-                **{n: importlib.metadata.version(n) for n in ("jax", "jaxlib", "gymnax")},
+                **{n: importlib.metadata.version(n) for n in ("jax", "jaxlib", "gymnax", "craftax")},
             },
         }
     )

@@ -210,7 +210,7 @@ def make_plan(p: dict, variants: list) -> list:
         for env in allowed(exp, "envs", p["envs"]):
             for size in allowed(exp, "sizes", p["sizes"]):
                 if permits(restrict, size, "envs", env):
-                    iterations = p["iterations_at"].get(size, p["iterations"])
+                    iterations = p["iterations_in"].get(env, p["iterations_at"].get(size, p["iterations"]))
                     block(exp, env, size, seed, iteration["num_envs"], iterations, flags, allowed(exp, "variants", names))
 
     names = p["variants"]

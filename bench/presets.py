@@ -18,6 +18,8 @@ STUDY_ENVS = [
     "Freeway-MinAtar",
     "SpaceInvaders-MinAtar",
 ]
+# Craftax-Classic (craftax_gymnax.py): the expensive environment, where the env may matter more than the framework.
+CRAFTAX = "Craftax-Classic-Symbolic-v1"
 EXPERIMENTS = ["overall", "sync", "compile", "scaling", "seeds", "learn"]
 TIMED = ["overall", "sync", "compile"]  # the experiments whose x-axis is env_cost.py's
 
@@ -35,17 +37,19 @@ class AllBut(tuple):
 # restrict["KEY:DIM"] narrows the variants, envs or sizes (DIM) of one experiment, one size or one variant (KEY)
 # where the whole grid would cost too much: "sync:envs", "m:envs", "linen_nojit:sizes". max_seeds[VARIANT] caps
 # that variant's repeats, iterations_of[VARIANT] its iterations (for a variant too slow to run as often or as long
-# as the others); iterations_at[SIZE]: a size's iterations. for_gpu: a preset meant for a GPU, whose plan holds the
-# settings only a GPU runs (bench/variants.py; left out of a sweep on a machine without one) and whose estimate is
-# derived for a GPU (bench/run_costs.py). parts: how many parts --part cuts the plan into.
+# as the others); iterations_at[SIZE]: a size's iterations, iterations_in[ENV] an env's (at every size, before
+# iterations_at). for_gpu: a preset meant for a GPU, whose plan holds the settings only a GPU runs
+# (bench/variants.py; left out of a sweep on a machine without one) and whose estimate is derived for a GPU
+# (bench/run_costs.py). parts: how many parts --part cuts the plan into.
 FULL = {
-    "envs": STUDY_ENVS,
+    "envs": [*STUDY_ENVS, CRAFTAX],
     "sizes": ["s", "m", "l"],
     "repeats": 3,
     "experiments": ["overall", "sync", "compile", "scaling", "seeds"],
     "iteration": {"num_envs": 32, "num_steps": 256, "num_minibatches": 8, "update_epochs": 10},
     "iterations": 100,
     "iterations_at": {},
+    "iterations_in": {},
     "iterations_of": {},
     "max_seeds": {},
     "restrict": {"seeds:envs": BOTH},
@@ -85,12 +89,14 @@ PRESETS = {
     # (eager, about 40 s an iteration) runs in overall only: one seed of 3 iterations at s on CartPole-v1 and
     # Breakout-MinAtar. Seeds: 1, 4 and 16 at once on CartPole-v1 and Breakout-MinAtar at s, 11 iterations, beside
     # one seed alone of every variant but linen_nojit. No scaling: its large num-envs cost more than the rest together
-    # here.
+    # here. Craftax-Classic, the expensive environment, at s in overall only, 16 iterations (about 12 s each here, the
+    # env most of it): a steady time over 15, and 131,072 steps, enough for the return to rise (studies/expensive_env.py).
     "cpu": {
         "repeats": 3,
         "experiments": ["overall", "sync", "compile", "seeds"],
         "iterations": 21,
         "iterations_at": {"l": 3},
+        "iterations_in": {CRAFTAX: 16},
         "iterations_of": {"linen_nojit": 3},
         "max_seeds": {"linen_nojit": 1},
         "restrict": {

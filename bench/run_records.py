@@ -4,6 +4,7 @@ the checks made before a sweep (its --envs; a CPU model other than this machine'
 import json
 import os
 import platform
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -51,14 +52,20 @@ def write_failure(path, reason, code, duration, limit, stderr_file, *command):
 
 
 def bad_env(env_ids) -> str:
-    """Why the first of `env_ids` that is not a gymnax environment with discrete actions cannot be run, or ''."""
+    """Why the first of `env_ids` that is not a gymnax environment with discrete actions (or a Craftax one the
+    scripts' adapter takes) cannot be run, or ''."""
     import gymnax
     from gymnax.environments.spaces import Discrete
 
+    sys.path.append(str(Path(__file__).resolve().parent.parent))
+    from craftax_gymnax import ENV_IDS as CRAFTAX
+
     known = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]  # that one downloads MNIST when built
     for env_id in env_ids:
+        if env_id in CRAFTAX:
+            continue  # discrete actions, all of them
         if env_id not in known:
-            return f"unknown environment '{env_id}'; gymnax ids: {', '.join(known)}"
+            return f"unknown environment '{env_id}'; ids: {', '.join([*known, *CRAFTAX])}"
         env, params = gymnax.make(env_id)
         if not isinstance(env.action_space(params), Discrete):
             return f"{env_id} has continuous actions; the variants train discrete-action environments only"

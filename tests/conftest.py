@@ -175,11 +175,16 @@ def loss_and_output_grads(variant: str, module, logits, value, mb, args):
 # CLI runs that several tests read, started in the background as soon as collection shows a test
 # needs them, two at a time beside the in-process tests: each run keeps about one core busy, so on a
 # 2-core machine this takes minutes off the suite. kind -> (variants, flags).
+CRAFTAX_DEFAULT = [v for v in ("jax_linen", "torch") if v in VARIANTS]
+CRAFTAX_FLAGS = [*SHORT, "--hidden", "32,16", "--seed", "3", "--env-id", "Craftax-Classic-Symbolic-v1"]
 BACKGROUND_RUNS = {
     # one short run per variant, shared by the contract and equivalence tests
     "smoke": (VARIANTS, [*SHORT, "--hidden", "32,16", "--seed", "3"]),
-    # the same on Craftax-Classic, through the adapter the scripts share (its compilation is most of it)
-    "craftax": (VARIANTS, [*SHORT, "--hidden", "32,16", "--seed", "3", "--env-id", "Craftax-Classic-Symbolic-v1"]),
+    # the same on Craftax-Classic, through the adapter the scripts share. Its compilation (tens of seconds) is most
+    # of a run: by default the two ways a script steps it (inside its jitted iteration; a jitted step per rollout
+    # step, over DLPack), with -m slow every variant.
+    "craftax": (CRAFTAX_DEFAULT, CRAFTAX_FLAGS),
+    "craftax_rest": ([v for v in VARIANTS if v not in CRAFTAX_DEFAULT], CRAFTAX_FLAGS),
     # the default config (819200 steps): test_learning.py. linen_nojit dispatches every op eagerly,
     # too slow for the default pytest; benchmark.sh's `learn` preset runs it in full.
     "learned": ([v for v in VARIANTS if v != "linen_nojit"], ["--seed", "1", "--no-cuda", "--no-tensorboard", "--quiet"]),
@@ -216,8 +221,14 @@ def smoke():
 
 @pytest.fixture(scope="session")
 def craftax():
-    """craftax(variant) -> the same, for the smoke config on Craftax-Classic-Symbolic-v1."""
+    """craftax(variant) -> the same, for the smoke config on Craftax-Classic-Symbolic-v1 (CRAFTAX_DEFAULT's)."""
     return lambda variant: _runs["craftax", variant].result()
+
+
+@pytest.fixture(scope="session")
+def craftax_rest():
+    """The same for the other variants (a test that names this fixture starts their runs)."""
+    return lambda variant: _runs["craftax_rest", variant].result()
 
 
 @pytest.fixture(scope="session")

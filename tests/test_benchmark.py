@@ -359,7 +359,10 @@ def test_the_cpu_preset_plans_both_axes_and_tells_its_cost_first(tmp_path):
         seeds.setdefault((exp, variant, env, size), set()).add(int(seed))
     overall = {key[1:]: s for key, s in seeds.items() if key[0] == "overall"}
     envs_at = lambda size: {env for (_, env, z) in overall if z == size}
-    assert envs_at("s") == set(STUDY_ENVS) and len(envs_at("m")) >= 2 and len(envs_at("l")) >= 1
+    assert envs_at("s") == {*STUDY_ENVS, CRAFTAX} and len(envs_at("m")) >= 2 and len(envs_at("l")) >= 1
+    # Craftax's iterations are long: fewer of them, enough for a steady time and for its return to rise
+    craftax = re.findall(rf"\] to-run overall/\S+__{CRAFTAX}__s__seed\d+ .*--total-timesteps (\d+)", proc.stdout)
+    assert craftax and {int(t) // (32 * 256) for t in craftax} == {16}
     for (variant, env, size), s in overall.items():
         assert s == ({1} if variant == "linen_nojit" else {1, 2, 3}), (variant, env, size)
     timing = {v for (v, _, _) in overall} - {"linen_nojit"}
@@ -387,6 +390,7 @@ def test_the_seeds_experiment_runs_n_seeds_at_once_where_a_script_takes_it_besid
     assert {v for v in VARIANTS if DECLARED[v].num_seeds} >= {"jax_linen", "jax_nnx", "jax_equinox"}
 
 
+CRAFTAX = "Craftax-Classic-Symbolic-v1"
 STUDY_ENVS = [
     "CartPole-v1",
     "Acrobot-v1",
@@ -407,7 +411,7 @@ STUDY_ENVS = [
     "flags, message",
     [
         (["--envs", "CartPole-v1,Pendulum-v1"], "--envs: Pendulum-v1 has continuous actions"),
-        (["--envs", "CartPole-v2"], "--envs: unknown environment 'CartPole-v2'; gymnax ids: CartPole-v1"),
+        (["--envs", "CartPole-v2"], "--envs: unknown environment 'CartPole-v2'; ids: CartPole-v1"),
         (["--envs", "MNISTBandit-bsuite"], "unknown environment 'MNISTBandit-bsuite'"),
         (["--out", "/proc/benchback/out"], "--out /proc/benchback/out cannot be written: /proc does not accept files"),
         (["--out", "{file}/out"], "cannot be created: {file} is a file"),

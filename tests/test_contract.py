@@ -215,7 +215,7 @@ def test_weakly_typed_env_state_does_not_recompile_the_iteration(variant, tmp_pa
 
 
 BAD_INPUTS = [
-    (["--env-id", "NoSuchEnv-v0"], "unsupported --env-id 'NoSuchEnv-v0'; gymnax ids: CartPole-v1"),
+    (["--env-id", "NoSuchEnv-v0"], "unsupported --env-id 'NoSuchEnv-v0'; supported ids: CartPole-v1"),
     (["--env-id", "Pendulum-v1"], "only discrete-action environments are supported"),
     (["--env-id", "MNISTBandit-bsuite"], "unsupported --env-id 'MNISTBandit-bsuite'"),
     (["--num-minibatches", "7"], "not divisible by --num-minibatches 7"),

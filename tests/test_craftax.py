@@ -48,14 +48,12 @@ def random_rollout(env, num_envs: int, num_steps: int):
     return run
 
 
-@pytest.mark.parametrize("max_timesteps", [None, 40])
-def test_the_adapter_plays_craftaxs_own_auto_reset_game(adapter, max_timesteps):
+def test_the_adapter_plays_craftaxs_own_auto_reset_game(adapter):
     """Over a long random rollout: the same observations, rewards and ends as craftax's auto-reset env, the ends
-    split into terminations and truncations, and the observation before each reset kept. With a 40-step limit the
-    rollout holds both kinds of end; with the default 10,000 it holds deaths only."""
-    params = adapter.default_params
-    if max_timesteps:
-        params = params.replace(max_timesteps=max_timesteps)
+    split into terminations and truncations, and the observation before each reset kept. A 40-step limit (10,000
+    by default) makes the rollout hold both kinds of end."""
+    max_timesteps = 40
+    params = adapter.default_params.replace(max_timesteps=max_timesteps)
     num_envs, num_steps = 8, 256
     key = jax.random.key(0)
     first, (obs, reward, terminated, truncated, info) = random_rollout(adapter, num_envs, num_steps)(params, key)
@@ -74,11 +72,8 @@ def test_the_adapter_plays_craftaxs_own_auto_reset_game(adapter, max_timesteps):
     lengths = np.zeros_like(done, dtype=int)
     for t in range(num_steps):
         lengths[t] = (lengths[t - 1] * ~done[t - 1] if t else 0) + 1
-    if max_timesteps:
-        assert truncated.sum() > 0
-        np.testing.assert_array_equal(truncated, lengths == max_timesteps)
-    else:
-        assert not np.any(truncated)
+    assert truncated.sum() > 0
+    np.testing.assert_array_equal(truncated, lengths == max_timesteps)
 
     final = np.asarray(info["final_observation"])
     np.testing.assert_array_equal(final[~done], np.asarray(obs)[~done])  # no reset: the observation itself
@@ -132,3 +127,12 @@ def test_every_variant_starts_from_the_same_observations_for_the_same_seed(adapt
     assert not np.array_equal(reset_keys(VARIANTS[0], adapter, monkeypatch, seed=6), reference)
     first, _ = jax.vmap(adapter.reset, in_axes=(0, None))(jax.random.wrap_key_data(reference), adapter.default_params)
     assert len({np.asarray(o).tobytes() for o in first}) == 4, "the 4 envs should start in 4 different worlds"
+
+
+def test_every_script_takes_the_adapters_ids(variant):
+    """The scripts list Craftax's ids themselves (they import the adapter only for one): the same list."""
+    module = load(variant)
+    for env_id in craftax_gymnax.ENV_IDS:
+        module.check_args(module.Args(env_id=env_id, cuda=False))
+    with pytest.raises(module.UsageError, match="Craftax-Classic-Pixels-v1"):
+        module.check_args(module.Args(env_id="Craftax-Classic-Pixels-v1", cuda=False))

@@ -6,17 +6,16 @@ other: the smoke runs of one config, and the loss gradients of one random miniba
 import numpy as np
 import pytest
 
-from conftest import VARIANTS, load, loss_and_output_grads, make_batch, read_json, to_native, to_numpy
+from conftest import CRAFTAX_DEFAULT, VARIANTS, load, loss_and_output_grads, make_batch, read_json, to_native, to_numpy
 from test_contract import mlp_params
 
 pytestmark = pytest.mark.skipif(len(VARIANTS) < 2, reason="needs two variants to compare")
 
 
-@pytest.mark.parametrize("runs", ["smoke", "craftax"])  # CartPole-v1, and Craftax through its adapter
-def test_every_variant_does_the_same_work_with_the_same_network(runs, smoke, craftax):
-    run = {"smoke": smoke, "craftax": craftax}[runs]  # both named above: conftest starts the runs a test names
+def check_the_same_work(run, variants):
+    """The runs of `variants` (run(variant) -> process, directory, record path) did the same work, same network."""
     records = {}
-    for variant in VARIANTS:
+    for variant in variants:
         proc, _, out = run(variant)
         assert proc.returncode == 0, f"{variant}: {proc.stderr[-2000:]}"
         records[variant] = read_json(out)
@@ -24,9 +23,28 @@ def test_every_variant_does_the_same_work_with_the_same_network(runs, smoke, cra
         values = {variant: record[key] for variant, record in records.items()}
         assert len({str(v) for v in values.values()}) == 1, f"{key} differs: {values}"
     assert {v: r["compiles_after_first_iteration"] for v, r in records.items()} == dict.fromkeys(records, 0)
-    if runs == "craftax":  # it was Craftax: its 1,345 observation features in the network, its version recorded
-        assert all(r["env_id"] == "Craftax-Classic-Symbolic-v1" and "craftax" in r["versions"] for r in records.values())
-        assert records[VARIANTS[0]]["param_count"] == mlp_params([1345, 32, 16, 17]) + mlp_params([1345, 32, 16, 1])
+    return records
+
+
+def test_every_variant_does_the_same_work_with_the_same_network(smoke):
+    check_the_same_work(smoke, VARIANTS)
+
+
+def check_craftax(records):
+    """It was Craftax: its 1,345 observation features in the network, its version recorded."""
+    assert all(r["env_id"] == "Craftax-Classic-Symbolic-v1" and "craftax" in r["versions"] for r in records.values())
+    assert next(iter(records.values()))["param_count"] == mlp_params([1345, 32, 16, 17]) + mlp_params([1345, 32, 16, 1])
+
+
+@pytest.mark.skipif(len(CRAFTAX_DEFAULT) < 2, reason="needs jax_linen and torch")
+def test_on_craftax_a_jitted_and_an_eager_variant_do_the_same_work(craftax):
+    check_craftax(check_the_same_work(craftax, CRAFTAX_DEFAULT))
+
+
+@pytest.mark.slow
+def test_on_craftax_every_variant_does_the_same_work(craftax, craftax_rest):
+    run = lambda v: (craftax if v in CRAFTAX_DEFAULT else craftax_rest)(v)
+    check_craftax(check_the_same_work(run, VARIANTS))
 
 
 def test_loss_and_its_output_gradients_agree_across_variants():

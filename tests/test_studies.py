@@ -57,3 +57,29 @@ def test_torch_compile_parts_runs_a_part_compiled_alone(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     record = json.loads((tmp_path / "critic" / "seed1.json").read_text())
     assert record["compiled_parts"] == ["critic"] and len(record["iteration_durations"]) == 2
+
+
+@pytest.mark.slow
+def test_the_craftax_study_reads_the_sweeps_craftax_runs_and_plays_a_random_policy(tmp_path):
+    records = tmp_path / "records"
+    (records / "overall").mkdir(parents=True)
+    env_id = "Craftax-Classic-Symbolic-v1"
+    (records / "env_cost.json").write_text(json.dumps({"num_envs": 32, "envs": {env_id: {"median_s": 0.01}}}))
+    for variant, base in (("jax_linen", 2.0), ("torch", 2.2)):
+        for seed in (1, 2, 3):
+            record = {"status": "ok", "variant": variant, "final_return": base + seed / 10}
+            record |= {"args": {"num_envs": 32, "num_steps": 256}, "iteration_durations": [9.0, base * 2, base * 2]}
+            (records / "overall" / f"{variant}__{env_id}__s__seed{seed}.json").write_text(json.dumps(record))
+    out = tmp_path / "result.json"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "studies" / "expensive_env.py"), str(records), "--random-envs", "4", "--random-steps", "300"]
+        + ["--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["final_return"]["torch"] == [2.1, 2.2, 2.3] and result["random_policy"]["episodes"] > 0
+    assert result["env_share"]["jax_linen"]["median"] == 0.01 * 256 / 4.0
+    assert {row["variant"] for row in result["statistics"]} == {"jax_linen", "torch"}
