@@ -42,7 +42,7 @@ class AllBut(tuple):
 # (bench/variants.py; left out of a sweep on a machine without one) and whose estimate is derived for a GPU
 # (bench/run_costs.py). parts: how many parts --part cuts the plan into.
 FULL = {
-    "envs": [*STUDY_ENVS, CRAFTAX],
+    "envs": STUDY_ENVS,
     "sizes": ["s", "m", "l"],
     "repeats": 3,
     "experiments": ["overall", "sync", "compile", "scaling", "seeds"],
@@ -92,6 +92,7 @@ PRESETS = {
     # here. Craftax-Classic, the expensive environment, at s in overall only, 16 iterations (about 12 s each here, the
     # env most of it): a steady time over 15, and 131,072 steps, enough for the return to rise (studies/expensive_env.py).
     "cpu": {
+        "envs": [*STUDY_ENVS, CRAFTAX],
         "repeats": 3,
         "experiments": ["overall", "sync", "compile", "seeds"],
         "iterations": 21,

@@ -72,7 +72,15 @@ def test_the_craftax_study_reads_the_sweeps_craftax_runs_and_plays_a_random_poli
             (records / "overall" / f"{variant}__{env_id}__s__seed{seed}.json").write_text(json.dumps(record))
     out = tmp_path / "result.json"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "studies" / "expensive_env.py"), str(records), "--random-envs", "4", "--random-steps", "300"]
+        [
+            sys.executable,
+            str(ROOT / "studies" / "expensive_env.py"),
+            str(records),
+            "--random-envs",
+            "4",
+            "--random-steps",
+            "300",
+        ]
         + ["--out", str(out)],
         capture_output=True,
         text=True,
