@@ -5,7 +5,7 @@ and the observation after the automatic reset only. The scripts rely on gymnax 1
 `truncated` apart, and `info["final_observation"]`, the observation the step reached before any reset (a
 truncation is bootstrapped with its value). This wraps Craftax's environment without auto-reset and
 resets as craftax's own auto-reset environment does (the same key split, the same selection), so both
-see the same worlds; tests/test_craftax.py checks that over a long random rollout.
+see the same worlds; tests/test_craftax.py checks that against craftax's own auto-reset code.
 
 The scripts import this module only for a Craftax id; it is the one file they share, so that the
 adapter, which is about an environment library and not a framework, is written and tested once.
@@ -25,8 +25,8 @@ ENV_IDS = ("Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1")
 class CraftaxGymnax:
     """A Craftax environment as a gymnax 1.0 one: step -> (obs, state, reward, terminated, truncated, info)."""
 
-    def __init__(self, env_id: str):
-        self.env = make_craftax_env_from_name(env_id, auto_reset=False)
+    def __init__(self, env):
+        self.env = env  # a Craftax environment without automatic reset
 
     @property
     def default_params(self):
@@ -59,5 +59,5 @@ class CraftaxGymnax:
 
 def make(env_id: str):
     """Like gymnax.make: the environment and its default parameters."""
-    env = CraftaxGymnax(env_id)
+    env = CraftaxGymnax(make_craftax_env_from_name(env_id, auto_reset=False))
     return env, env.default_params

@@ -1,13 +1,20 @@
 """Craftax through craftax_gymnax.py: the same game as craftax's own auto-reset environment, the time limit as a
-truncation, no textures, and the same first observations in every variant for the same seed."""
+truncation, no textures, and the same first observations in every variant for the same seed.
+
+Compiling Craftax's step takes tens of seconds (it generates a world), so the default run checks the adapter on a
+toy game written to craftax's API, against craftax's own auto-reset code, and -m slow on Craftax-Classic itself."""
 
 import functools
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from craftax.craftax_classic import constants
 from craftax.craftax_env import make_craftax_env_from_name
+from craftax.environment_base.environment_bases import EnvironmentAutoReset, EnvironmentNoAutoReset
+from flax import struct
+from gymnax.environments import spaces
 
 import craftax_gymnax
 from conftest import VARIANTS, load
@@ -17,7 +24,7 @@ ENV_ID = "Craftax-Classic-Symbolic-v1"
 
 @pytest.fixture(scope="module")
 def adapter():
-    return craftax_gymnax.CraftaxGymnax(ENV_ID)
+    return craftax_gymnax.make(ENV_ID)[0]
 
 
 @functools.cache
@@ -48,42 +55,88 @@ def random_rollout(env, num_envs: int, num_steps: int):
     return run
 
 
-def test_the_adapter_plays_craftaxs_own_auto_reset_game(adapter):
-    """Over a long random rollout: the same observations, rewards and ends as craftax's auto-reset env, the ends
-    split into terminations and truncations, and the observation before each reset kept. A 40-step limit (10,000
-    by default) makes the rollout hold both kinds of end."""
-    max_timesteps = 40
-    params = adapter.default_params.replace(max_timesteps=max_timesteps)
-    num_envs, num_steps = 8, 256
+def check_plays_alike(adapter, own, params, num_envs: int, num_steps: int):
+    """Over a random rollout from the same key: the same observations, rewards and ends as `own` (craftax's auto-reset
+    code), the ends split into terminations and truncations (both must occur), and the observation before each reset
+    kept. A truncation is the step that reaches params.max_timesteps, never another."""
     key = jax.random.key(0)
     first, (obs, reward, terminated, truncated, info) = random_rollout(adapter, num_envs, num_steps)(params, key)
-    own_first, (own_obs, own_reward, own_done, _) = random_rollout(own_env(), num_envs, num_steps)(params, key)
+    own_first, (own_obs, own_reward, own_done, _) = random_rollout(own, num_envs, num_steps)(params, key)
 
     np.testing.assert_array_equal(first, own_first)
     np.testing.assert_array_equal(obs, own_obs)
     np.testing.assert_array_equal(reward, own_reward)
     np.testing.assert_array_equal(terminated | truncated, own_done)
     assert not np.any(terminated & truncated)
-    assert terminated.sum() > 0  # deaths happen: the check above can tell them from the time limit
+    assert terminated.sum() > 0 and truncated.sum() > 0
 
-    # An episode's length at each step (steps since its reset, this one included): a truncation is the step that
-    # reaches the limit, never another.
     done = np.asarray(terminated | truncated)
-    lengths = np.zeros_like(done, dtype=int)
+    lengths = np.zeros_like(done, dtype=int)  # steps since the episode's reset, this one included
     for t in range(num_steps):
         lengths[t] = (lengths[t - 1] * ~done[t - 1] if t else 0) + 1
-    assert truncated.sum() > 0
-    np.testing.assert_array_equal(truncated, lengths == max_timesteps)
+    np.testing.assert_array_equal(truncated, lengths == params.max_timesteps)
 
     final = np.asarray(info["final_observation"])
     np.testing.assert_array_equal(final[~done], np.asarray(obs)[~done])  # no reset: the observation itself
     assert not np.any(np.all(final[done] == np.asarray(obs)[done], axis=-1))  # a reset: the world before it
 
 
-def test_the_symbolic_game_loads_no_textures(adapter):
-    """The symbolic observation needs no textures: nothing loads, renders or writes a texture cache."""
-    random_rollout(adapter, 8, 256)(adapter.default_params, jax.random.key(1))
-    assert constants.load_all_textures.cache_info().currsize == 0
+@struct.dataclass
+class WalkState:
+    position: jax.Array
+    timestep: jax.Array
+
+
+@struct.dataclass
+class WalkParams:
+    max_timesteps: int = 20
+
+
+class WalkGame:
+    """A toy game in craftax's API: a noisy walk on a line from a random start, ended by passing 2 (a death) or by
+    the time limit; it pays the position, and shows the position and the time."""
+
+    @property
+    def default_params(self):
+        return WalkParams()
+
+    @property
+    def num_actions(self):
+        return 3
+
+    def action_space(self, params=None):
+        return spaces.Discrete(3)
+
+    def reset_env(self, key, params):
+        state = WalkState(jax.random.uniform(key, minval=-1.0, maxval=1.0), jnp.zeros((), jnp.int32))
+        return self.get_obs(state), state
+
+    def step_env(self, key, state, action, params):
+        state = WalkState(state.position + 0.3 * (action - 1) + 0.1 * jax.random.normal(key), state.timestep + 1)
+        done = (state.position > 2.0) | (state.timestep >= params.max_timesteps)
+        return self.get_obs(state), state, state.position, done, {}
+
+    def get_obs(self, state):
+        return jnp.stack([state.position, state.timestep.astype(jnp.float32)])
+
+
+class Walk(WalkGame, EnvironmentNoAutoReset):
+    pass
+
+
+class WalkAutoReset(WalkGame, EnvironmentAutoReset):
+    pass
+
+
+def test_the_adapter_plays_a_game_as_craftaxs_own_auto_reset_code_does():
+    check_plays_alike(craftax_gymnax.CraftaxGymnax(Walk()), WalkAutoReset(), WalkParams(), num_envs=8, num_steps=256)
+
+
+@pytest.mark.slow
+def test_the_adapter_plays_craftax_classic_as_craftaxs_own_auto_reset_env_does(adapter):
+    """A 40-step limit (10,000 by default), so that the rollout holds both kinds of end."""
+    check_plays_alike(adapter, own_env(), adapter.default_params.replace(max_timesteps=40), num_envs=8, num_steps=256)
+    assert constants.load_all_textures.cache_info().currsize == 0  # the symbolic game needs no textures
 
 
 def test_the_spaces_are_gymnaxs(adapter):
