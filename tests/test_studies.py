@@ -88,6 +88,6 @@ def test_the_craftax_study_reads_the_sweeps_craftax_runs_and_plays_a_random_poli
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(out.read_text())
-    assert result["final_return"]["torch"] == [2.1, 2.2, 2.3] and result["random_policy"]["episodes"] > 0
+    assert result["final_return"]["torch"] == pytest.approx([2.3, 2.4, 2.5]) and result["random_policy"]["episodes"] > 0
     assert result["env_share"]["jax_linen"]["median"] == 0.01 * 256 / 4.0
     assert {row["variant"] for row in result["statistics"]} == {"jax_linen", "torch"}
