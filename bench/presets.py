@@ -89,8 +89,8 @@ PRESETS = {
     # (eager, about 40 s an iteration) runs in overall only: one seed of 3 iterations at s on CartPole-v1 and
     # Breakout-MinAtar. Seeds: 1, 4 and 16 at once on CartPole-v1 and Breakout-MinAtar at s, 11 iterations, beside
     # one seed alone of every variant but linen_nojit. No scaling: its large num-envs cost more than the rest together
-    # here. Craftax-Classic, the expensive environment, at s in overall only, 16 iterations (about 12 s each here, the
-    # env most of it): a steady time over 15, and 131,072 steps, enough for the return to rise (studies/expensive_env.py).
+    # here. Craftax-Classic, the expensive environment, at s in overall only, 16 iterations (long ones, the env most of
+    # each): a steady time over 15, and 131,072 steps, enough for the return to rise (studies/expensive_env.py).
     "cpu": {
         "envs": [*STUDY_ENVS, CRAFTAX],
         "repeats": 3,

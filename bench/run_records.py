@@ -9,6 +9,8 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # craftax_gymnax.py, whose ids bad_env accepts
+
 
 def record_status(path: str) -> str:
     """ok | failed | corrupt | missing: only ok and (without --retry-failed) failed count as done."""
@@ -57,7 +59,6 @@ def bad_env(env_ids) -> str:
     import gymnax
     from gymnax.environments.spaces import Discrete
 
-    sys.path.append(str(Path(__file__).resolve().parent.parent))
     from craftax_gymnax import ENV_IDS as CRAFTAX
 
     known = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]  # that one downloads MNIST when built

@@ -175,11 +175,12 @@ def loss_and_output_grads(variant: str, module, logits, value, mb, args):
 # CLI runs that several tests read, started in the background as soon as collection shows a test
 # needs them, two at a time beside the in-process tests: each run keeps about one core busy, so on a
 # 2-core machine this takes minutes off the suite. kind -> (variants, flags).
+SMOKE = [*SHORT, "--hidden", "32,16", "--seed", "3"]
 CRAFTAX_DEFAULT = [v for v in ("jax_linen", "torch") if v in VARIANTS]
-CRAFTAX_FLAGS = [*SHORT, "--hidden", "32,16", "--seed", "3", "--env-id", "Craftax-Classic-Symbolic-v1"]
+CRAFTAX_FLAGS = [*SMOKE, "--env-id", "Craftax-Classic-Symbolic-v1"]
 BACKGROUND_RUNS = {
     # one short run per variant, shared by the contract and equivalence tests
-    "smoke": (VARIANTS, [*SHORT, "--hidden", "32,16", "--seed", "3"]),
+    "smoke": (VARIANTS, SMOKE),
     # the same on Craftax-Classic, through the adapter the scripts share. Its compilation (tens of seconds) is most
     # of a run: by default the two ways a script steps it (inside its jitted iteration; a jitted step per rollout
     # step, over DLPack), with -m slow every variant.
