@@ -355,7 +355,7 @@ main() {
   ((LIST || DRY_RUN || GPU_CHECK)) || check_out
   if ((GPU_CHECK)); then "$PYTHON" "$ROOT/bench/gpu_check.py" --variants "$(IFS=,; echo "${VARIANTS[*]}")"; return; fi
   if ((LIST)); then printf '%s' "$LISTING"; return 0; fi
-  if ((SLURM)); then "$PYTHON" "$PLAN" slurm "$ROOT/benchmark.sh" "$PYTHON" "$@"; return; fi
+  if ((SLURM)); then "$PYTHON" "$ROOT/bench/slurm.py" "$ROOT/benchmark.sh" "$PYTHON" "$@"; return; fi
   ((DRY_RUN)) || check_same_cpu
   if [[ -n $TASK ]]; then run_task; else sweep; fi
 }
