@@ -336,6 +336,18 @@ def train(args: Args) -> dict:
     collect_seeds, iteration_seeds = per_seed(collect), per_seed(collect_and_update)
     update_seeds = per_seed(update, in_axes=(0, 0, None, None))
 
+    def run_iteration(runner: Runner):
+        """One iteration, waited for: the new runner, its metrics and, with --sync-timing, the seconds of the
+        rollout + GAE and of the update, each run and waited for apart."""
+        if not args.sync_timing:
+            runner, metrics = jax.block_until_ready(iteration_seeds(runner))
+            return runner, metrics, None
+        t0 = time.perf_counter()
+        runner, batch, stats = jax.block_until_ready(collect_seeds(runner))
+        t1 = time.perf_counter()
+        runner, losses = jax.block_until_ready(update_seeds(runner, batch, agent, args))
+        return runner, {**stats, **losses}, (t1 - t0, time.perf_counter() - t1)
+
     log = Log(args, device, num_iterations, start)
     for iteration in range(num_iterations):
         # Timed: the only host sync is the block_until_ready that ends each timer. An implicit
@@ -347,14 +359,7 @@ def train(args: Args) -> dict:
             jax.transfer_guard_device_to_host("disallow" if iteration else "allow"),
             jax.transfer_guard_device_to_device("disallow"),
         ):
-            if args.sync_timing:
-                runner, batch, stats = jax.block_until_ready(collect_seeds(runner))
-                t1 = time.perf_counter()
-                runner, losses = jax.block_until_ready(update_seeds(runner, batch, agent, args))
-                metrics = {**stats, **losses}
-            else:
-                runner, metrics = jax.block_until_ready(iteration_seeds(runner))
-            phases = (t1 - t0, time.perf_counter() - t1) if args.sync_timing else None
+            runner, metrics, phases = run_iteration(runner)
         log.iteration(time.perf_counter() - t0, phases, jax.device_get(metrics))
     param_count = sum(x.size for x in jax.tree.leaves(runner.train_state.params)) // args.num_seeds  # one seed's
     return log.record(param_count, num_iterations * grad_steps_per_iteration, {"jax": str(device)}, gpu_info(device))

@@ -413,6 +413,21 @@ def train(args: Args) -> dict:
         runner, batch, stats = collect(runner)
         return runner, {**stats, **update(learn_minibatch, batch, args)}
 
+    def run_iteration(runner: Runner):
+        """One iteration, waited for: the new runner, its metrics and, with --sync-timing, the seconds of the
+        rollout + GAE and of the update, each run and waited for apart."""
+        if not args.sync_timing:
+            runner, metrics = collect_and_update(runner)
+            synchronize(device)
+            return runner, metrics, None
+        t0 = time.perf_counter()
+        runner, batch, stats = collect(runner)
+        synchronize(device)
+        t1 = time.perf_counter()
+        metrics = {**stats, **update(learn_minibatch, batch, args)}
+        synchronize(device)
+        return runner, metrics, (t1 - t0, time.perf_counter() - t1)
+
     log = Log(args, device, num_iterations, start)
     for iteration in range(num_iterations):
         # Timed: no host read of a tensor; the only sync is the one that ends each timer. The JAX env steps run
@@ -428,15 +443,7 @@ def train(args: Args) -> dict:
         ):
             if args.anneal_lr:  # CleanRL anneals once per iteration: the rate is constant within an update.
                 lr.fill_(args.learning_rate * (1.0 - iteration / num_iterations))
-            if args.sync_timing:
-                runner, batch, stats = collect(runner)
-                synchronize(device)
-                t1 = time.perf_counter()
-                metrics = {**stats, **update(learn_minibatch, batch, args)}
-            else:
-                runner, metrics = collect_and_update(runner)
-            synchronize(device)
-            phases = (t1 - t0, time.perf_counter() - t1) if args.sync_timing else None
+            runner, metrics, phases = run_iteration(runner)
         log.iteration(time.perf_counter() - t0, phases, metrics)
         handed_over.clear()  # the device is done with them: synchronized
     param_count = sum(p.numel() for p in agent.parameters())
