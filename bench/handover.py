@@ -6,8 +6,9 @@ ppo_torch.py's rollout steps the environments by one jitted JAX call per step an
 every observation back to torch through DLPack. That part of torch's rollout time is not PyTorch's: the JAX
 scripts step inside one compiled scan. This tool runs ppo_torch.py's own `rollout` (the same calls, on the same
 device and streams) with a policy that returns a fixed action and a critic that returns fixed values, so what is
-timed is the environment, the hand-overs and the rollout's stacking, no network. A run of the sync experiment
-then splits into this floor and the rest of its rollout (report/: the sync section).
+timed is the environment, the hand-overs and the rollout's stacking, no network. benchmark.sh runs it (to
+OUT/handover.json) where a torch script is in the sync experiment, and plot.py's rollout-vs-update section splits
+each torch rollout into this floor and the rest, PyTorch's part (the network and GAE).
 
 Per environment: one warm-up rollout (compiles the env step), then `--iterations` timed rollouts, each ended as
 train() ends an iteration (synchronize); the median, 10th and 90th percentiles. Environments already in the output
@@ -29,17 +30,16 @@ from load_script import load, write_atomic  # noqa: E402
 
 def rollout_floor(module, env_id: str, num_envs: int, num_steps: int, iterations: int, devices) -> dict:
     """Seconds per rollout of `module`'s rollout() without a network, as its train() sets the rollout up."""
-    import gymnax
     import jax
     import jax.numpy as jnp
     import torch
 
     args = module.Args(env_id=env_id, num_envs=num_envs, num_steps=num_steps)
     device, jax_device = devices
-    env, env_params = gymnax.make(env_id)
-    key, reset_key = jax.random.split(jax.random.key(0))
+    env, env_params = module.make_env(env_id)
+    key, _, reset_key = jax.random.split(jax.random.key(0), 3)  # as ppo_torch.py's train() sets its runner up
     obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, num_envs), env_params)
-    env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if x.weak_type else x, env_state)
+    env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if getattr(x, "weak_type", False) else x, env_state)
     episode = module.EpisodeStats(jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32))
     env_state, episode, key = jax.device_put((env_state, episode, key), jax_device)
     runner = module.Runner(env_state, torch.from_dlpack(obs), episode, key)
@@ -74,7 +74,7 @@ def rollout_floor(module, env_id: str, num_envs: int, num_steps: int, iterations
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("env_ids", nargs="+", help="gymnax environment ids")
+    parser.add_argument("env_ids", nargs="+", help="environment ids, as the scripts take them")
     parser.add_argument("--out", required=True, help="JSON file to create or extend")
     parser.add_argument("--num-envs", type=int, default=32, help="parallel environments (the training --num-envs)")
     parser.add_argument("--num-steps", type=int, default=256, help="steps per rollout (the training --num-steps)")
@@ -86,6 +86,8 @@ def main(argv=None) -> int:
             print(f"error: --{name.replace('_', '-')} must be positive; got {getattr(a, name)}", file=sys.stderr)
             return 2
     module = load("ppo_torch.py", "benchback_handover_torch")
+    import torch
+
     try:  # ppo_torch.py's own checks: each env id, then the devices
         for env_id in a.env_ids:
             module.check_args(module.Args(env_id=env_id, cuda=False))
@@ -97,7 +99,9 @@ def main(argv=None) -> int:
     if os.path.exists(a.out):
         with open(a.out) as f:
             record = json.load(f)
-    shape = {"num_envs": a.num_envs, "num_steps": a.num_steps, "device": str(device)}
+    # the device as a run's record names it (its GPU, or "cpu"), so plot.py can tell the floor belongs to the runs
+    where = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    shape = {"num_envs": a.num_envs, "num_steps": a.num_steps, "device": where}
     if any(record.get(k) != v for k, v in shape.items()):
         record = {**shape, "envs": {}}  # measured otherwise: not comparable
     record["cpu"] = module.cpu_info()

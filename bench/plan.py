@@ -330,6 +330,10 @@ def plan_command(argv: list) -> int:
     # What env_cost.py times: the environments of the timed experiments (plot.py's x-axis).
     cost_envs = {e for exp in TIMED if exp in p["experiments"] for e in p["envs"] if permits(p["restrict"], exp, "envs", e)}
     script = {v.name: v.script for v in plan.variants}
+    # What bench/handover.py times: the sync experiment's environments where a torch script is timed (the floor
+    # under its rollout, which plot.py splits off).
+    framework = {v.name: v.framework for v in plan.variants}
+    handover_envs = {run[2] for run in runs if run[5] == "sync" and framework[variant_of(run)] == "torch"}
     values = {
         "PRESET": a.preset,
         "OUT": out,
@@ -348,6 +352,8 @@ def plan_command(argv: list) -> int:
         "MODULES": sorted({m for v in p["variants"] for m in modules(ROOT / script[v])}),
         "USER_ENVS": p["envs"] if a.envs else [],  # to check: the presets' own environments are known to be gymnax's
         "COST_ENVS": sorted(cost_envs),
+        "HANDOVER_ENVS": sorted(handover_envs),
+        "NUM_STEPS": p["iteration"]["num_steps"],
         "RUNS": ["\t".join(map(str, run)) for run in runs],
         "LISTING": "".join(f"{i} {run[0]}\n" for i, run in enumerate(runs, 1)) if a.list else "",
     }

@@ -144,6 +144,34 @@ def rollout_update(s) -> list:
         "",
         table(["size", "variant", "rollout + GAE", "update", "rollout share"], rows),
     ]
+    if s["handover"]:
+        lines += [
+            "",
+            "### The torch rollout: the hand-over floor and the rest",
+            "",
+            "The floor: the same rollout code with a policy and a critic that compute nothing, so only the env steps "
+            "(one jitted JAX call a step), the DLPack hand-overs between the frameworks and the stacking remain "
+            "(bench/handover.py, the median of its timed rollouts, measured by the sweep before its runs). The rest is "
+            f"PyTorch's part: the network and GAE. Seconds per iteration (medians over seeds), with {REFERENCE}'s "
+            "whole rollout + GAE in the same cell beside them:",
+            "",
+            table(
+                ["env", "size", "variant", "rollout + GAE", "hand-over floor", "floor share", "the rest", REFERENCE],
+                [
+                    [
+                        r["env"],
+                        r["size"],
+                        r["variant"],
+                        fmt(r["rollout_s"]),
+                        fmt(r["floor_s"]),
+                        fmt(r["floor_share"], 2),
+                        fmt(r["rollout_s"] - r["floor_s"]),
+                        fmt(r[f"{REFERENCE}_rollout_s"]),
+                    ]
+                    for r in s["handover"]
+                ],
+            ),
+        ]
     for metric, ratios in s["ratios"].items():
         lines += [
             "",

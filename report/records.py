@@ -86,11 +86,15 @@ READS = {
 READS[2] = READS[1] + ["cpu", "peak_host_memory_mb"]
 
 
+# What a sweep measures beside its runs (env_cost.py, bench/handover.py): read where a section asks for them.
+MEASURES = {"env_cost.json", "handover.json"}
+
+
 def load_runs(directory: Path):
     """(runs, failures): the ok records under `directory`, and what was wrong with the other files."""
     runs, failures = [], []
     for path in sorted(directory.rglob("*.json")):
-        if path.name.startswith(".") or path.name == "env_cost.json":  # .tmp-*: an atomic write in flight
+        if path.name.startswith(".") or path.name in MEASURES:  # .tmp-*: an atomic write in flight
             continue
         try:
             record = json.loads(path.read_text())
@@ -148,6 +152,25 @@ def env_axis(directory: Path, envs):
     except (OSError, ValueError, KeyError) as e:
         warn(f"no env cost for every environment ({e!r}); environments ordered by name instead")
         return {env: i for i, env in enumerate(sorted(envs))}, "environment (by name)", False
+
+
+def handover_floors(directory: Path, runs) -> dict:
+    """{env: seconds of a torch rollout's floor} from bench/handover.py's handover.json, where it was measured as the
+    sync runs were made (their num_envs, num_steps, device and machine); else {} (nothing to split with)."""
+    try:
+        measured = json.loads((directory / "handover.json").read_text())
+        shape = {(r.record["args"]["num_envs"], r.record["args"]["num_steps"], r.record["device"]) for r in runs}
+        made_on = {machine(r.record) for r in runs}
+        where = {"device": measured["device"], "cpu": measured["cpu"]}
+        if shape != {(measured["num_envs"], measured["num_steps"], measured["device"])} or made_on != {machine(where)}:
+            warn("handover.json was measured otherwise than the sync runs (envs, steps, device or machine); not used")
+            return {}
+        return {env: floor["median_s"] for env, floor in measured["envs"].items()}
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        warn(f"handover.json unreadable ({e!r}); not used")
+        return {}
 
 
 def host_cores(directory: Path) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Optional
 
 from report import learning, seeds, timing
-from report.records import env_axis, group_by, host_cores, machine  # (it puts bench/ on the path)
+from report.records import env_axis, group_by, handover_floors, host_cores, machine  # (it puts bench/ on the path)
 
 
 @dataclass
@@ -43,7 +43,7 @@ def summarize(runs, failures, directory: Path) -> Summary:
         header=header(runs, failures, directory),
         answer=answer(overall, directory) if overall else None,
         overhead=timing.overhead(overall) if overall else None,
-        rollout_update=timing.rollout_update(sync) if sync else None,
+        rollout_update=timing.rollout_update(sync, handover_floors(directory, sync)) if sync else None,
         compilation=timing.compilation(compiled) if compiled else None,
         memory=timing.memory(one_seed),
         durations=durations(overall, directory) if overall else None,
@@ -136,6 +136,7 @@ def as_json(summary: Summary) -> str:
             "answer": without_blocks(summary.answer["rows"] if summary.answer else []),
             "memory": summary.memory or [],
             "seeds": summary.seeds["rows"] if summary.seeds else [],
+            "handover": summary.rollout_update["handover"] if summary.rollout_update else [],
             "learning": [{"env": s["env"], **r} for s in summary.learn for r in s["rows"]],
             "learning_pairs": [r for s in summary.learn for r in learning_pairs(s)],
             "time_to_threshold": [{"env": s["env"], **r} for s in summary.learn for r in s["reach"]],

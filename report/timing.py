@@ -13,8 +13,19 @@ from collections import defaultdict
 import numpy as np
 from scipy import stats
 
-from report.records import COMPILE_PAIRS, LEARN_PAIRS, SPEEDUP_VARIANTS, VARIANTS, group_by, median_by, ordered, sizes_of
+from report.records import (
+    COMPILE_PAIRS,
+    DECLARED,
+    LEARN_PAIRS,
+    SPEEDUP_VARIANTS,
+    VARIANTS,
+    group_by,
+    median_by,
+    ordered,
+    sizes_of,
+)
 
+FRAMEWORK = {v.name: v.framework for v in DECLARED}  # a setting (torch_compile+graphs) has its script's
 CONFIDENCE = 0.95
 MIN_BLOCKS = 3  # fewer gives no interval worth the name
 BOOTSTRAP = dict(n_resamples=10_000, confidence_level=CONFIDENCE)
@@ -177,9 +188,10 @@ def overhead(runs):
     }
 
 
-def rollout_update(runs):
-    """The --sync-timing runs: per (variant, size), the median seconds of the rollout and of the update; and per
-    part, each variant's time over the reference's, block by block."""
+def rollout_update(runs, floors=None):
+    """The --sync-timing runs: per (variant, size), the median seconds of the rollout and of the update; per part,
+    each variant's time over the reference's, block by block; and with `floors` ({env: seconds}, bench/handover.py),
+    each torch rollout split into that floor (env steps and hand-overs) and the rest."""
     sizes, variants = sizes_of(runs), ordered([r.variant for r in runs], VARIANTS)
     parts = {}
     for key, group in group_by(runs, lambda r: (r.variant, r.size)).items():
@@ -194,7 +206,30 @@ def rollout_update(runs):
         ]
         for metric in ("rollout", "update")
     }
-    return {"sizes": sizes, "variants": variants, "parts": parts, "ratios": ratios}
+    return {"sizes": sizes, "variants": variants, "parts": parts, "ratios": ratios, "handover": handover(runs, floors or {})}
+
+
+def handover(runs, floors: dict) -> list:
+    """Per (env, size, torch variant) with a measured floor: the median rollout (iterations 1-end, over seeds), the
+    floor under it and its share, and the reference's rollout in the same cell beside it."""
+    rollout = median_by(runs, lambda r: (r.variant, r.env, r.size), lambda r: METRICS["rollout"](r))
+    torch = [v for v in ordered([r.variant for r in runs], VARIANTS) if FRAMEWORK.get(v) == "torch"]
+    sizes = sizes_of(runs)
+    cells = sorted({(r.env, r.size) for r in runs if r.env in floors}, key=lambda cell: (cell[0], sizes.index(cell[1])))
+    return [
+        {
+            "env": env,
+            "size": size,
+            "variant": v,
+            "rollout_s": rollout[v, env, size],
+            "floor_s": floors[env],
+            "floor_share": floors[env] / rollout[v, env, size],
+            f"{REFERENCE}_rollout_s": rollout.get((REFERENCE, env, size)),
+        }
+        for env, size in cells
+        for v in torch
+        if (v, env, size) in rollout
+    ]
 
 
 def compilation(runs):

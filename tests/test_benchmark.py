@@ -183,6 +183,30 @@ def test_an_interpreter_without_the_packages_is_refused_before_anything_runs(tmp
 QUICK_VARIANT = "torch" if "torch" in VARIANTS else "jax_linen"
 
 
+@pytest.mark.parametrize("variants, measured", [("jax_linen,torch", True), ("jax_linen", False)])
+def test_a_sync_experiment_with_a_torch_script_measures_its_handover_floor_first(tmp_path, variants, measured):
+    """Before its runs, the sweep has bench/handover.py time the torch rollout's floor on the sync experiment's
+    environments, at the preset's num_envs and num_steps (plot.py splits it off); without torch, it does not."""
+    measures, out = tmp_path / "measures", tmp_path / "out"
+    wrapper = tmp_path / "python"
+    wrapper.write_text(
+        f'#!/bin/sh\ncase "$1" in */ppo_*.py) exec "{sys.executable}" "{FAKE}" "$@";;\n'
+        f'*/env_cost.py|*/handover.py) echo "$*" >>"{measures}"; exit 0;; esac\nexec "{sys.executable}" "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    proc = sweep(
+        "--preset", "quick", "--experiments", "sync", "--variants", variants, "--out", str(out), env={"PYTHON": str(wrapper)}
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    calls = [line.split() for line in measures.read_text().splitlines()]
+    handover = [c for c in calls if c[0].endswith("bench/handover.py")]
+    iteration = PRESETS["quick"]["iteration"]
+    expected = ["--out", str(out / "handover.json"), "--num-envs", str(iteration["num_envs"])]
+    expected += ["--num-steps", str(iteration["num_steps"]), "CartPole-v1"]
+    assert handover == ([[handover[0][0], *expected]] if measured else [])
+    assert calls[0][0].endswith("env_cost.py")  # the env's cost first, as before
+
+
 def test_a_real_sweep_writes_its_record_then_resumes_and_plots(tmp_path):
     """The quick preset's overall run, end to end with a real script (the plans of the other experiments: the fake
     scripts' tests above and below)."""

@@ -506,6 +506,45 @@ def test_the_memory_table_gives_each_variants_peak_per_size(tmp_path):
     assert row(tables((d / "summary.md").read_text())["Peak memory"], "s", "torch") == ["3", "950", "2000"]
 
 
+@pytest.mark.parametrize("measured_as_the_runs", [True, False])
+def test_the_torch_rollout_splits_into_the_handover_floor_and_the_rest(tmp_path, capsys, measured_as_the_runs):
+    """bench/handover.py's floor, read beside the sync runs measured as they were: its share of each torch rollout;
+    a floor measured at another num_envs is not used (and not counted as a skipped run)."""
+    d, cpu = tmp_path / "sweep", {"model": "AMD EPYC", "cores": 2}
+    for seed in (1, 2, 3):
+        for variant, iteration in (("jax_linen", 0.02), ("torch", 0.2)):
+            rec = record("sync", variant, "CartPole-v1", "s", seed, total=1, iteration=iteration, sync=True)
+            rec.update(schema_version=2, cpu=cpu, peak_host_memory_mb=800.0)
+            write(d, f"sync/{variant}__CartPole-v1__s__seed{seed}.json", rec)
+    floor = {"num_envs": 32 if measured_as_the_runs else 64, "num_steps": 256, "device": "cpu", "cpu": cpu}
+    write(d, "handover.json", {**floor, "envs": {"CartPole-v1": {"median_s": 0.03}}})
+    assert plot.main([str(d)]) == 0
+    summary = json.loads((d / "summary.json").read_text())
+    err = capsys.readouterr().err
+    assert "handover.json" in err if not measured_as_the_runs else "handover.json" not in err
+    if not measured_as_the_runs:
+        assert summary["handover"] == [] and "hand-over floor" not in (d / "summary.md").read_text()
+        return
+
+    # record(): the rollout is 0.75 of each iteration; its steady value, the median of iterations 1-end
+    def rollout(iteration):
+        durations = record("sync", "torch", "CartPole-v1", "s", 1, total=1, iteration=iteration)["iteration_durations"]
+        return float(np.median([0.75 * x for x in durations[1:]]))
+
+    (split,) = summary["handover"]
+    assert (split["env"], split["size"], split["variant"]) == ("CartPole-v1", "s", "torch")
+    assert split["rollout_s"] == pytest.approx(rollout(0.2)) and split["floor_s"] == 0.03
+    assert split["floor_share"] == pytest.approx(0.03 / rollout(0.2))
+    assert split["jax_linen_rollout_s"] == pytest.approx(rollout(0.02))
+    cells = row(
+        tables((d / "summary.md").read_text())["The torch rollout: the hand-over floor and the rest"],
+        "CartPole-v1",
+        "s",
+        "torch",
+    )
+    assert cells[1:4] == [f"{0.03:.3g}", f"{0.03 / rollout(0.2):.2g}", f"{rollout(0.2) - 0.03:.3g}"]
+
+
 def test_an_incomplete_or_foreign_json_is_skipped_with_a_warning_naming_the_file_and_the_key(tmp_path, capsys):
     d = tmp_path / "sweep"
     timed_runs(d, [0.1] * 3, [0.2] * 3)
