@@ -23,7 +23,7 @@ from types import SimpleNamespace
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from presets import EXPERIMENTS, FULL, HIDDEN, PRESETS, TIMED, AllBut  # noqa: E402
-from run_records import bad_env, other_cpu, record_status, write_failure  # noqa: E402
+from run_records import other_cpu, record_status, write_failure  # noqa: E402
 from variants import ROOT, VariantError, discover, modules, scripts  # noqa: E402
 
 
@@ -404,7 +404,10 @@ def main(argv=None) -> int:
             print(record_status(path))
     elif command == "failure":
         write_failure(*rest)
-    elif command == "check-envs":
+    elif command == "check-envs":  # the environments a sweep can run, as env_cost.py checks them
+        sys.path.append(str(ROOT))
+        from env_cost import bad_env
+
         print(bad_env(rest))
     elif command == "other-cpu":
         print(other_cpu(rest[0]) if os.path.isdir(rest[0]) else "")

@@ -1,15 +1,13 @@
 """A sweep's records, for bench/plan.py: whether a run's record is done, the failure record of a run that failed, and
-the checks made before a sweep (its --envs; a CPU model other than this machine's in its directory)."""
+the check made before a sweep that a CPU model other than this machine's has no records in its directory (its --envs:
+env_cost.bad_env)."""
 
 import json
 import os
 import platform
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.append(str(Path(__file__).resolve().parent.parent))  # craftax_gymnax.py, whose ids bad_env accepts
 
 
 def record_status(path: str) -> str:
@@ -51,26 +49,6 @@ def write_failure(path, reason, code, duration, limit, stderr_file, *command):
     with os.fdopen(fd, "w") as f:
         json.dump(record, f, indent=1)
     os.replace(tmp, path)
-
-
-def bad_env(env_ids) -> str:
-    """Why the first of `env_ids` that is not a gymnax environment with discrete actions (or a Craftax one the
-    scripts' adapter takes) cannot be run, or ''."""
-    import gymnax
-    from gymnax.environments.spaces import Discrete
-
-    from craftax_gymnax import ENV_IDS as CRAFTAX
-
-    known = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]  # that one downloads MNIST when built
-    for env_id in env_ids:
-        if env_id in CRAFTAX:
-            continue  # discrete actions, all of them
-        if env_id not in known:
-            return f"unknown environment '{env_id}'; ids: {', '.join([*known, *CRAFTAX])}"
-        env, params = gymnax.make(env_id)
-        if not isinstance(env.action_space(params), Discrete):
-            return f"{env_id} has continuous actions; the variants train discrete-action environments only"
-    return ""
 
 
 def cpu_model() -> str:
