@@ -48,6 +48,7 @@ def header(h) -> list:
 
 def answer(s) -> list:
     x, cells, variants, spread = s["axis"][0], s["cells"], s["variants"], s["spread"]
+    key = lambda r: (r["variant"], r["size"], r["suite"])  # a pooled row's cells in spread
     lines = [
         image("answer_env_cost.png"),
         f"Each variant's steady iteration (median of iterations 1-end) as a multiple of {REFERENCE}'s, {RATIO_TEXT} "
@@ -57,7 +58,7 @@ def answer(s) -> list:
     if s["size_envs"]:
         lines += [image("answer_size.png"), "The same ratios against the model's size, one line style per environment.", ""]
     return lines + [
-        "Per size, over its environments (every block of that size):",
+        "Per size, over its environments (every block of that size; Craftax's pooled apart from gymnax's):",
         "",
         table(
             [
@@ -77,9 +78,9 @@ def answer(s) -> list:
                     with_interval(r["ratio"], r["ci_low"], r["ci_high"]),
                     r["n_blocks"],
                     r["verdict"],
-                    len(spread[r["variant"], r["size"]]),
-                    fmt(min(spread[r["variant"], r["size"]])),
-                    fmt(max(spread[r["variant"], r["size"]])),
+                    f"{len(spread[key(r)])} {r['suite']}",
+                    fmt(min(spread[key(r)])),
+                    fmt(max(spread[key(r)])),
                 ]
                 for r in s["pooled"]
             ],

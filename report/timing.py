@@ -125,18 +125,29 @@ def against_reference(row) -> dict:
     return {"variant": row["b"], **kept, "verdict": verdict.get(row["verdict"], row["verdict"])}
 
 
+def suite(env: str) -> str:
+    """The library an environment comes from, as the scripts' make_env tells them apart."""
+    return "Craftax" if env.startswith("Craftax") else "gymnax"
+
+
 def answer_rows(runs, metric="steady"):
-    """Each variant's `metric` time over the reference's: per size over its environments (env None), and per
-    (environment, size) cell."""
+    """Each variant's `metric` time over the reference's: per size over the environments of one suite (env None),
+    and per (environment, size) cell. A suite is pooled apart: Craftax's step costs hundreds of times a gymnax
+    one's, and a mean over both would describe neither."""
     rows = []
     variants = ordered({r.variant for r in runs} & set(SPEEDUP_VARIANTS) - {REFERENCE}, VARIANTS)
     for size in sizes_of(runs):
-        envs = sorted({r.env for r in runs if r.size == size})
-        for variant, env in itertools.product(variants, [None, *envs]):
-            row = compare(runs, REFERENCE, variant, metric, size, env)
-            if row:
-                rows.append(against_reference(row))
+        for name, pool in sorted(group_by([r for r in runs if r.size == size], lambda r: suite(r.env)).items(), key=gymnax_first):
+            envs = sorted({r.env for r in pool})
+            for variant, env in itertools.product(variants, [None, *envs]):
+                row = compare(pool, REFERENCE, variant, metric, size, env)
+                if row:
+                    rows.append({**against_reference(row), "suite": name})
     return rows
+
+
+def gymnax_first(item):  # the study's environments first
+    return item[0] != "gymnax", item[0]
 
 
 def answer(runs):
@@ -164,7 +175,9 @@ def answer(runs):
             and None not in [params.get((e, r["size"])) for r in cells if r["env"] == e]
         ],
         "spread": {  # each pooled row's cells
-            (r["variant"], r["size"]): [c["ratio"] for c in cells if (c["variant"], c["size"]) == (r["variant"], r["size"])]
+            (r["variant"], r["size"], r["suite"]): [
+                c["ratio"] for c in cells if (c["variant"], c["size"], c["suite"]) == (r["variant"], r["size"], r["suite"])
+            ]
             for r in pooled
         },
     }

@@ -33,3 +33,15 @@ def test_an_unknown_env_is_refused_in_one_line_and_writes_nothing(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("error: unsupported --env-id 'NoSuchEnv-v0'") and "\n" not in proc.stderr.strip()
     assert not out.exists()
+
+
+def test_a_script_loaded_by_the_tools_makes_a_craftax_env_as_it_does_when_run(tmp_path):
+    """bench/handover.py (and the studies) load the scripts by path, from another directory: the Craftax adapter the
+    scripts import as their sibling must still be found."""
+    code = (
+        f"import sys; sys.path.insert(0, {str(ROOT / 'bench')!r}); from load_script import load; "
+        "env, params = load('ppo_torch.py', 'loaded').make_env('Craftax-Classic-Symbolic-v1'); "
+        "print(env.action_space(params).n)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.split() == ["17"], proc.stderr[-2000:]

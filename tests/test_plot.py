@@ -437,8 +437,27 @@ def test_the_answer_finds_a_gap_that_grows_with_the_model_per_cell_and_per_size(
     assert {"answer_env_cost.png", "answer_size.png"} <= {p.name for p in d.glob("*.png")}
     t = tables((d / "summary.md").read_text())
     cell, blocks, verdict, envs, lowest, highest = row(t["The answer: each variant's time over jax_linen's"], "l", "torch")
-    assert close(numbers(cell)[0], answer["torch", None, "l"]["ratio"]) and (blocks, envs) == ("6", "2")
+    assert close(numbers(cell)[0], answer["torch", None, "l"]["ratio"]) and (blocks, envs) == ("6", "2 gymnax")
     assert verdict == "slower than jax_linen"
+
+
+def test_craftax_is_pooled_apart_from_the_gymnax_environments(tmp_path):
+    """torch takes 3x Linen's time on two gymnax envs and 0.8x on Craftax: per size, one pooled row per suite, each
+    with its own ratio; none over both."""
+    d = tmp_path / "sweep"
+    truth = {"CartPole-v1": 3.0, "Breakout-MinAtar": 3.0, "Craftax-Classic-Symbolic-v1": 0.8}
+    for (env, ratio), seed in itertools.product(truth.items(), (1, 2, 3)):
+        for variant, factor in (("jax_linen", 1), ("torch", ratio * NOISE[seed])):
+            rec = record("overall", variant, env, "s", seed, total=1, iteration=0.1 * DRIFT[seed] * factor)
+            write(d, f"overall/{variant}__{env}__s__seed{seed}.json", rec)
+    assert plot.main([str(d)]) == 0
+    pooled = [r for r in json.loads((d / "summary.json").read_text())["answer"] if r["env"] is None]
+    assert [(r["suite"], r["n_blocks"]) for r in pooled] == [("gymnax", 6), ("Craftax", 3)]
+    for r in pooled:
+        expected = 3.0 if r["suite"] == "gymnax" else 0.8
+        assert r["ci_low"] <= expected * 1.1 and r["ci_high"] >= expected / 1.1
+    t = tables((d / "summary.md").read_text())["The answer: each variant's time over jax_linen's"]
+    assert [cells[5] for cells in t if cells[:2] == ["s", "torch"]] == ["2 gymnax", "1 Craftax"]
 
 
 def learn_record(variant, seed, returns, setup=1.0, first=2.0, later=0.5, env="CartPole-v1"):
