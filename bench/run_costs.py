@@ -8,8 +8,9 @@ iteration 0 (compilation included) and of one later iteration, over the records 
 plus each framework's start-up and exit (what a run's wall-clock seconds, in the sweep's log, hold beyond
 the record's total_duration: the interpreter, the imports, the record written). A run of N iterations is
 estimated as start-up + setup + iteration 0 + (N - 1) later iterations; a cell with no record takes
-the variant's median over the environments measured at that size, scaled by how much dearer the
-cell's environment made the other variants' iterations where both were measured.
+the variant's median over the environments measured at that size, plus what the cell's environment added to
+the variant's run at another size where it ran there, else scaled by how much dearer the cell's environment made
+the other variants' iterations where both were measured.
 For a GPU, where no run was measured, the estimate is derived from these CPU costs and labelled so (see estimate).
 """
 
@@ -28,6 +29,7 @@ from presets import SIZES  # noqa: E402
 from variants import discover, setting_name  # noqa: E402
 
 COSTS = Path(__file__).with_name("run_costs.json")
+KEYS = ("setup_s", "first_s", "later_s")  # a cell's seconds: setup, iteration 0, a later iteration
 SIZE_OF = {layers: size for size, layers in SIZES.items()}  # hidden layers -> s, m or l
 
 
@@ -78,7 +80,7 @@ def build(directories, out: Path, startup: dict) -> dict:
             "env": e,
             "size": s,
             "runs": len(runs),
-            **{key: statistics.median(r[i] for r in runs) for i, key in enumerate(("setup_s", "first_s", "later_s"))},
+            **{key: statistics.median(r[i] for r in runs) for i, key in enumerate(KEYS)},
         }
         for (v, e, s), runs in sorted(cells.items())
     ]
@@ -102,12 +104,22 @@ class Estimator:
                 ratios.append(here["later_s"] / typical["later_s"])
         return statistics.median(ratios) if ratios else 1.0
 
+    def env_extra(self, variant: str, env: str):
+        """The seconds `env` added to the variant's setup, iteration 0 and later iterations over its typical env, at
+        the first size where the variant ran it, or None. An env's step costs the same whatever the network, so on
+        an env that dwarfs the network (Craftax) this holds where a ratio to the typical env would not."""
+        for size in SIZE_OF.values():
+            cell, typical = self.cells.get((variant, env, size)), self.typical(variant, size)
+            if cell and typical:
+                return {key: max(0.0, cell[key] - typical[key]) for key in KEYS}
+        return None
+
     def typical(self, variant: str, size: str):
         """The variant's median cell over the environments measured at that size, or None."""
         cells = [c for (v, _, s), c in self.cells.items() if v == variant and s == size]
         if not cells:
             return None
-        return {key: statistics.median(c[key] for c in cells) for key in ("setup_s", "first_s", "later_s")}
+        return {key: statistics.median(c[key] for c in cells) for key in KEYS}
 
     def seconds(self, variant: str, env: str, size: str, iterations: int, seeds: int = 1):
         """The estimated seconds of one run, or None where the table knows nothing of the variant at that size. A run
@@ -117,7 +129,11 @@ class Estimator:
             cell = self.typical(variant, size)
             if cell is None:
                 return None
-            cell = {**cell, "later_s": cell["later_s"] * self.env_factor(env, size)}
+            extra = self.env_extra(variant, env)
+            if extra:  # what the env added to this variant's run at another size, added here
+                cell = {key: cell[key] + extra[key] for key in KEYS}
+            else:
+                cell = {**cell, "later_s": cell["later_s"] * self.env_factor(env, size)}
         startup = self.startup.get(FRAMEWORK.get(variant), max(self.startup.values(), default=0.0))
         return startup + cell["setup_s"] + cell["first_s"] + (iterations - 1) * cell["later_s"] * seeds
 

@@ -36,6 +36,18 @@ def test_a_run_costs_start_up_setup_iteration_0_and_its_later_iterations():
     assert estimator.seconds("jax_linen", "CartPole-v1", "s", 21, seeds=4) == 5 + 1 + 2 + 20 * 0.5 * 4
 
 
+def test_an_env_measured_at_another_size_adds_what_it_added_there():
+    """An expensive env measured at s only: at m, the variant's typical m cell plus the seconds the env added at s
+    (its step costs the same whatever the network); a ratio would multiply the network's time by the env's."""
+    m = {"variant": "jax_linen", "env": "CartPole-v1", "size": "m", "setup_s": 1.5, "first_s": 3.0, "later_s": 2.0}
+    craftax = {"variant": "jax_linen", "env": "Craftax", "size": "s", "setup_s": 3.0, "first_s": 40.0, "later_s": 12.0}
+    estimator = run_costs.Estimator({**TABLE, "cells": [*TABLE["cells"], m, craftax]})
+    # at s, jax_linen's typical cell: the medians over CartPole, Breakout and Craftax (1, 2 and 1.5 s)
+    added = {"setup_s": 3.0 - 1.0, "first_s": 40.0 - 2.0, "later_s": 12.0 - 1.5}
+    expected = 5 + (1.5 + added["setup_s"]) + (3.0 + added["first_s"]) + 15 * (2.0 + added["later_s"])
+    assert estimator.seconds("jax_linen", "Craftax", "m", 16) == pytest.approx(expected)
+
+
 def test_the_estimate_line_counts_days_and_names_what_it_cannot_estimate(tmp_path):
     costs = tmp_path / "costs.json"
     costs.write_text(json.dumps(TABLE))
