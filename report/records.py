@@ -148,7 +148,7 @@ def env_axis(directory: Path, envs):
     try:
         costs = json.loads((directory / "env_cost.json").read_text())
         x = {env: costs["envs"][env]["median_s"] * 1e6 for env in envs}
-        return x, f"env cost: a vmapped env.step of {costs['num_envs']} envs, in lax.scan (us, median)", True
+        return x, f"env cost: us per step of {costs['num_envs']} vmapped envs (median)", True
     except (OSError, ValueError, KeyError) as e:
         warn(f"no env cost for every environment ({e!r}); environments ordered by name instead")
         return {env: i for i, env in enumerate(sorted(envs))}, "environment (by name)", False

@@ -137,7 +137,9 @@ def answer_rows(runs, metric="steady"):
     rows = []
     variants = ordered({r.variant for r in runs} & set(SPEEDUP_VARIANTS) - {REFERENCE}, VARIANTS)
     for size in sizes_of(runs):
-        for name, pool in sorted(group_by([r for r in runs if r.size == size], lambda r: suite(r.env)).items(), key=gymnax_first):
+        for name, pool in sorted(
+            group_by([r for r in runs if r.size == size], lambda r: suite(r.env)).items(), key=gymnax_first
+        ):
             envs = sorted({r.env for r in pool})
             for variant, env in itertools.product(variants, [None, *envs]):
                 row = compare(pool, REFERENCE, variant, metric, size, env)
