@@ -59,6 +59,8 @@ Options:
   --envs LIST          gymnax or Craftax ids for overall, sync, compile, seeds and learn (scaling: CartPole-v1)
   --sizes LIST         from s (64,64), m (256x3), l (1024x6)
   --repeats N          seeds 1..N for every run
+  --iterations N       iterations of every timed run (overall, sync, compile; N >= 2), in place of the
+                       preset's per-size and per-environment counts (a variant's cap, linen_nojit's, stays)
   --experiments LIST   from overall,sync,compile,scaling,seeds,learn
   --timeout SECONDS    per-run time limit (default: the preset's)
   --retry-failed       rerun runs whose record is a failure record (default: keep it, skip the run)

@@ -31,7 +31,17 @@ class Refused(Exception):
     """An argument benchmark.sh refuses: one line, exit 2."""
 
 
-VALUE_OPTIONS = ["--preset", "--out", "--variants", "--envs", "--sizes", "--repeats", "--experiments", "--timeout"]
+VALUE_OPTIONS = [
+    "--preset",
+    "--out",
+    "--variants",
+    "--envs",
+    "--sizes",
+    "--repeats",
+    "--iterations",
+    "--experiments",
+    "--timeout",
+]
 MODE_OPTIONS = ["--task", "--jobs", "--devices", "--part"]  # whose value may be neither empty nor an option
 
 
@@ -103,6 +113,13 @@ def settings(a, names: list) -> dict:
         p["experiments"] = split_checked(a.experiments, EXPERIMENTS)
     if a.repeats:
         p["repeats"] = positive(a.repeats, "--repeats must be a positive integer")
+    if a.iterations:
+        # a steady time needs iteration 0 (compilation) and at least one after it
+        n = positive(a.iterations, "--iterations must be an integer of at least 2")
+        if n < 2:
+            raise Refused(f"--iterations must be an integer of at least 2; got '{a.iterations}'")
+        p.update(iterations=n, iterations_at={}, iterations_in={})
+        p["iterations_of"] = {v: min(cap, n) for v, cap in p["iterations_of"].items()}
     if a.timeout:
         p["timeout"] = positive(a.timeout, "--timeout must be a positive integer (seconds)")
     return p

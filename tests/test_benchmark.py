@@ -149,6 +149,24 @@ def test_each_block_runs_every_variant_back_to_back_in_a_rotating_order(tmp_path
     )  # its 3 iterations
 
 
+def test_iterations_replaces_the_presets_counts_and_keeps_a_variants_cap(tmp_path):
+    """--iterations N: every timed run N iterations, where the cpu preset gives l 3 and Craftax 16; linen_nojit's
+    cap of 3 stays a cap."""
+    flags = ["--preset", "cpu", "--experiments", "overall", "--envs", "CartPole-v1,Craftax-Classic-Symbolic-v1"]
+    flags += ["--sizes", "s,l", "--dry-run", "--out", str(tmp_path / "out")]
+    pattern = r"overall/(\w+)__([\w-]+)__(\w)__seed\d+ .*--total-timesteps (\d+)"
+
+    def iterations(*more):
+        proc = sweep(*flags, *more)
+        assert proc.returncode == 0, proc.stderr
+        return {(v, env, size): int(steps) // (32 * 256) for v, env, size, steps in re.findall(pattern, proc.stdout)}
+
+    preset, given = iterations(), iterations("--iterations", "5")
+    assert preset.keys() == given.keys()
+    assert {n for (v, env, size), n in preset.items() if v != "linen_nojit"} == {21, 16, 3}  # s, Craftax, l
+    assert all(n == (3 if v == "linen_nojit" else 5) for (v, env, size), n in given.items())
+
+
 @pytest.mark.parametrize(
     "flags, message",
     [
@@ -156,6 +174,7 @@ def test_each_block_runs_every_variant_back_to_back_in_a_rotating_order(tmp_path
         (["--variants", "jax_linen,tensorflow"], "unknown value 'tensorflow'"),
         (["--sizes", "xl"], "unknown value 'xl'"),
         (["--repeats", "0"], "--repeats must be a positive integer"),
+        (["--iterations", "1"], "--iterations must be an integer of at least 2"),
         (["--bogus"], "unknown argument"),
         (["--preset", "gpu", "--part", "0"], f"--part must be one of 1..{PRESETS['gpu']['parts']} (the preset's parts)"),
         (["--part", "2"], "--part must be one of 1..1"),
