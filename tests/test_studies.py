@@ -1,5 +1,5 @@
 """Each study in studies/ runs, tiny: they reach into the scripts (their closures, Agent, check_args, compute_gae), so a
-rename in a script must fail here rather than the next time someone runs the study. About three minutes on 2 cores,
+rename in a script must fail here rather than the next time someone runs the study. About five minutes on 2 cores,
 so opt-in with the other slow tests: python -m pytest -m slow tests/test_studies.py"""
 
 import json
@@ -22,6 +22,7 @@ STUDIES = {
     "torch_compile_check": (["--seed", "1", "--iterations", "2"], "sampler", "torch_compile"),
     "gae_doubling": (["--blocks", "2", "--calls", "2"], "ratio_doubling_over_loop", "torch"),
     "seeds_learn": (["--num-seeds", "3", "--total-timesteps", "8192"], "statistics", "jax_linen"),
+    "craftax_scan": (["--num-envs", "2", "--num-steps", "2", "--blocks", "3"], "all_cores", "jax_linen"),
 }
 
 

@@ -1,0 +1,163 @@
+"""Is Craftax-Classic's step slower inside a compiled `lax.scan` than jitted alone and called once per step, and why?
+
+The Craftax sync runs (results/craftax-sync) found torch's rollout faster than Linen's, and nearly all of it the env
+steps and DLPack hand-overs: the torch scripts call one jitted JAX env step per rollout step, where the JAX scripts
+step the same envs inside one compiled scan. This times the env steps alone, three ways, in one process, with
+ppo_jax_linen.py's own step_envs and actions drawn beforehand (no network, no torch):
+
+- per_call: step_envs jitted and called once per step from Python, as the torch scripts' rollout calls it;
+- scan: the same step in one jitted `lax.scan` that stacks every step's outputs, as the JAX rollout does;
+- scan_state_only: a scan that carries the state and keeps no outputs, as env_cost.py times an env.
+
+Each way starts from the same reset state, so all three do the same steps. Interleaved blocks, the order rotated
+from block to block; per block each way's seconds per step and each scan's ratio over per_call; over the blocks the
+geometric mean with a 95% bootstrap interval (report.timing's, as plot.py computes a ratio's).
+
+It runs twice, each time in a child process: on every core this process may use, then pinned to one (`taskset -c
+0`). A scan slower with two cores but not with one would mean that XLA spreads the step over the cores when it is
+called alone and not inside the loop.
+
+    python studies/craftax_scan.py --out results/craftax_scan.json
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path[:0] = [ROOT, os.path.join(ROOT, "bench")]
+from load_script import write_atomic  # noqa: E402
+
+ENV_ID = "Craftax-Classic-Symbolic-v1"
+WAYS = ("per_call", "scan", "scan_state_only")
+
+
+def make_ways(num_envs: int, num_steps: int, seed: int) -> dict:
+    """Each way as a function of nothing that makes the `num_steps` steps and returns once they are done."""
+    import jax
+    import jax.numpy as jnp
+
+    import ppo_jax_linen as linen
+
+    env, params = linen.make_env(ENV_ID)
+    reset_key, action_key, step_key = jax.random.split(jax.random.key(seed), 3)
+    _, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, num_envs), params)
+    # strongly typed from the start, as the torch scripts make it: a jitted step would otherwise compile twice
+    state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if getattr(x, "weak_type", False) else x, state)
+    start = (state, linen.EpisodeStats(jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32)))
+    actions = jax.random.randint(action_key, (num_steps, num_envs), 0, env.action_space(params).n)
+    keys = jax.random.split(step_key, num_steps)
+    per_step = [(keys[t], actions[t]) for t in range(num_steps)]  # sliced before any timing
+
+    def step(carry, key_and_action):
+        env_state, episode = carry
+        key, action = key_and_action
+        obs, env_state, episode, outputs, finished = linen.step_envs(env, params, key, env_state, episode, action)
+        return (env_state, episode), (obs, outputs, finished)
+
+    step_once = jax.jit(step)
+    scan = jax.jit(lambda carry, xs: jax.lax.scan(step, carry, xs))
+    scan_state_only = jax.jit(lambda carry, xs: jax.lax.scan(lambda c, x: (step(c, x)[0], None), carry, xs)[0])
+
+    def per_call():
+        carry, outputs = start, []
+        for xs in per_step:
+            carry, out = step_once(carry, xs)
+            outputs.append(out)  # kept, as a rollout keeps them
+        return jax.block_until_ready((carry, outputs))
+
+    return {
+        "per_call": per_call,
+        "scan": lambda: jax.block_until_ready(scan(start, (keys, actions))),
+        "scan_state_only": lambda: jax.block_until_ready(scan_state_only(start, (keys, actions))),
+    }
+
+
+def child(a) -> dict:
+    """One process's measurements: each way's first call (compilation) and its seconds per step in every block."""
+    import ppo_jax_linen as linen
+
+    ways = make_ways(a.num_envs, a.num_steps, a.seed)
+    first = {}
+    for name, run in ways.items():
+        t0 = time.perf_counter()
+        run()
+        first[name] = time.perf_counter() - t0
+    seconds = {name: [] for name in ways}
+    for block in range(a.blocks):
+        for i in range(len(WAYS)):
+            name = WAYS[(i + block) % len(WAYS)]  # rotated: no way always runs first
+            t0 = time.perf_counter()
+            ways[name]()
+            seconds[name].append((time.perf_counter() - t0) / a.num_steps)
+    return {"cores": len(os.sched_getaffinity(0)), "cpu": linen.cpu_info(), "first_call_s": first, "per_step_s": seconds}
+
+
+def summary(measured: dict) -> dict:
+    """Each way's median milliseconds per step, and each scan's time over per_call's with its interval."""
+    from report.timing import MIN_BLOCKS, interval, none_if_nan
+
+    per_step = measured["per_step_s"]
+    result = {
+        "cores": measured["cores"],
+        "first_call_s": measured["first_call_s"],
+        "ms_per_step": {name: 1e3 * float(np.median(s)) for name, s in per_step.items()},
+    }
+    for name in WAYS[1:]:
+        logs = np.log(np.array(per_step[name]) / np.array(per_step["per_call"]))
+        low, high = np.exp(interval(logs, np.mean)) if len(logs) >= MIN_BLOCKS else (np.nan, np.nan)
+        result[f"{name}_over_per_call"] = {
+            "ratio": float(np.exp(logs.mean())),
+            "ci_low": none_if_nan(low),
+            "ci_high": none_if_nan(high),
+            "blocks": len(logs),
+        }
+    return result
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--num-envs", type=int, default=32, help="parallel environments (the sweep's)")
+    parser.add_argument("--num-steps", type=int, default=128, help="steps per timed call of each way")
+    parser.add_argument("--blocks", type=int, default=5, help="interleaved blocks")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", help="JSON file for the result")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # one process's measurements
+    a = parser.parse_args(argv)
+    for name in ("num_envs", "num_steps", "blocks"):
+        if getattr(a, name) <= 0:
+            print(f"error: --{name.replace('_', '-')} must be positive; got {getattr(a, name)}", file=sys.stderr)
+            return 2
+    if a.child:
+        print(json.dumps(child(a)))
+        return 0
+    own = [sys.executable, os.path.abspath(__file__), "--child"]
+    own += ["--num-envs", str(a.num_envs), "--num-steps", str(a.num_steps), "--blocks", str(a.blocks), "--seed", str(a.seed)]
+    pinned = ["taskset", "-c", str(min(os.sched_getaffinity(0)))]
+    settings = {"all_cores": own}
+    if len(os.sched_getaffinity(0)) > 1 and shutil.which("taskset"):
+        settings["one_core"] = pinned + own
+    result = {"env_id": ENV_ID, "num_envs": a.num_envs, "num_steps": a.num_steps, "blocks": a.blocks}
+    for setting, command in settings.items():
+        proc = subprocess.run(command, capture_output=True, text=True)
+        if proc.returncode != 0:
+            print(f"error: the {setting} measurement failed:\n{proc.stderr[-3000:]}", file=sys.stderr)
+            return 1
+        measured = json.loads(proc.stdout.strip().splitlines()[-1])
+        result.setdefault("cpu", measured["cpu"])
+        result[setting] = summary(measured)
+        print(f"{setting}: " + ", ".join(f"{k} {v:.1f} ms/step" for k, v in result[setting]["ms_per_step"].items()))
+    print(json.dumps(result, indent=1))
+    if a.out:
+        write_atomic(a.out, json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
