@@ -178,6 +178,8 @@ def loss_and_output_grads(variant: str, module, logits, value, mb, args):
 SMOKE = [*SHORT, "--hidden", "32,16", "--seed", "3"]
 CRAFTAX_DEFAULT = [v for v in ("jax_linen", "torch") if v in VARIANTS]
 CRAFTAX_FLAGS = [*SMOKE, "--env-id", "Craftax-Classic-Symbolic-v1"]
+LEARNED_DEFAULT = [v for v in VARIANTS if v not in ("linen_nojit", "torch_compile")]
+LEARN_FLAGS = ["--seed", "1", "--no-cuda", "--no-tensorboard", "--quiet"]
 BACKGROUND_RUNS = {
     # one short run per variant, shared by the contract and equivalence tests
     "smoke": (VARIANTS, SMOKE),
@@ -187,8 +189,11 @@ BACKGROUND_RUNS = {
     "craftax": (CRAFTAX_DEFAULT, CRAFTAX_FLAGS),
     "craftax_rest": ([v for v in VARIANTS if v not in CRAFTAX_DEFAULT], CRAFTAX_FLAGS),
     # the default config (819200 steps): test_learning.py. linen_nojit dispatches every op eagerly,
-    # too slow for the default pytest; benchmark.sh's `learn` preset runs it in full.
-    "learned": ([v for v in VARIANTS if v != "linen_nojit"], ["--seed", "1", "--no-cuda", "--no-tensorboard", "--quiet"]),
+    # too slow for the default pytest; benchmark.sh's `learn` preset runs it in full. torch_compile's run (its
+    # compilation, then 100 iterations) is the longest of the others: with -m slow; by default, test_torch.py
+    # checks that its compiled updates follow eager torch's, whose run learns here.
+    "learned": (LEARNED_DEFAULT, LEARN_FLAGS),
+    "learned_rest": ([v for v in VARIANTS if v not in LEARNED_DEFAULT and v != "linen_nojit"], LEARN_FLAGS),
 }
 _pool = ThreadPoolExecutor(max_workers=2)
 _runs = {}  # (kind, variant) -> Future of (CompletedProcess, its working directory, its JSON path)
@@ -234,8 +239,14 @@ def craftax_rest():
 
 @pytest.fixture(scope="session")
 def learned():
-    """learned(variant) -> the same, for a run of the default config."""
+    """learned(variant) -> the same, for a run of the default config (LEARNED_DEFAULT's)."""
     return lambda variant: _runs["learned", variant].result()
+
+
+@pytest.fixture(scope="session")
+def learned_rest():
+    """The same for torch_compile (a test that names this fixture starts its run)."""
+    return lambda variant: _runs["learned_rest", variant].result()
 
 
 from load_script import reset_torch_compile  # noqa: E402

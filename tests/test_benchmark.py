@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DECLARED, ROOT, VARIANTS, load
+from plan import load as load_plan
 from presets import PRESETS
 
 BENCHMARK = ROOT / "benchmark.sh"
@@ -149,22 +150,19 @@ def test_each_block_runs_every_variant_back_to_back_in_a_rotating_order(tmp_path
     )  # its 3 iterations
 
 
-def test_iterations_replaces_the_presets_counts_and_keeps_a_variants_cap(tmp_path):
+def test_iterations_replaces_the_presets_counts_and_keeps_a_variants_cap():
     """--iterations N: every timed run N iterations, where the cpu preset gives l 3 and Craftax 16; linen_nojit's
-    cap of 3 stays a cap."""
+    cap of 3 stays a cap. (The plan in this process: its steps follow its iterations, tested with --dry-run above.)"""
     flags = ["--preset", "cpu", "--experiments", "overall", "--envs", "CartPole-v1,Craftax-Classic-Symbolic-v1"]
-    flags += ["--sizes", "s,l", "--dry-run", "--out", str(tmp_path / "out")]
-    pattern = r"overall/(\w+)__([\w-]+)__(\w)__seed\d+ .*--total-timesteps (\d+)"
+    flags += ["--sizes", "s,l"]
 
     def iterations(*more):
-        proc = sweep(*flags, *more)
-        assert proc.returncode == 0, proc.stderr
-        return {(v, env, size): int(steps) // (32 * 256) for v, env, size, steps in re.findall(pattern, proc.stdout)}
+        return {run[0].split("__seed")[0]: int(run[7]) for run in load_plan([*flags, *more]).runs}
 
     preset, given = iterations(), iterations("--iterations", "5")
     assert preset.keys() == given.keys()
-    assert {n for (v, env, size), n in preset.items() if v != "linen_nojit"} == {21, 16, 3}  # s, Craftax, l
-    assert all(n == (3 if v == "linen_nojit" else 5) for (v, env, size), n in given.items())
+    assert {n for name, n in preset.items() if "linen_nojit" not in name} == {21, 16, 3}  # s, Craftax, l
+    assert all(n == (3 if "linen_nojit" in name else 5) for name, n in given.items())
 
 
 @pytest.mark.parametrize(

@@ -93,7 +93,9 @@ def test_short_run_improves():
 
 
 # Two of RISE's iterations: enough to compare, at a third of an eager run's cost.
-SHORT_RISE = dict(total_timesteps=2 * 32 * 32)
+# Two iterations of 4 minibatch steps (RISE's 16 would dispatch every op of 32 more updates eagerly): enough for the
+# second rollout to follow from an update.
+SHORT_RISE = dict(total_timesteps=2 * 32 * 32, update_epochs=2, num_minibatches=2)
 
 
 @needs("linen_nojit")

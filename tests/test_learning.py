@@ -4,7 +4,8 @@ import pytest
 
 from conftest import BACKGROUND_RUNS, load, read_json
 
-LEARNING_VARIANTS, _ = BACKGROUND_RUNS["learned"]  # all but linen_nojit: see conftest.py
+LEARNING_VARIANTS, _ = BACKGROUND_RUNS["learned"]  # all but linen_nojit and torch_compile: see conftest.py
+SLOW_LEARNING_VARIANTS, _ = BACKGROUND_RUNS["learned_rest"]  # torch_compile
 
 # What separates working PPO from broken PPO on this config. The learn preset's 281 runs (results/learn:
 # 60 seeds of each jitted JAX variant, 48 of each torch variant, 5 of linen_nojit): every one reached 497
@@ -20,7 +21,16 @@ FINAL = 200
 
 @pytest.mark.parametrize("variant", LEARNING_VARIANTS)
 def test_default_config_learns_cartpole(variant, learned):
-    proc, _, out = learned(variant)
+    check_learns(*learned(variant))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", SLOW_LEARNING_VARIANTS)
+def test_default_config_learns_cartpole_compiled_by_torch(variant, learned_rest):
+    check_learns(*learned_rest(variant))
+
+
+def check_learns(proc, _cwd, out):
     assert proc.returncode == 0, proc.stderr[-3000:]
     record = read_json(out)
     assert record["env_steps"] == 819200 and record["args"]["seed"] == 1
