@@ -92,9 +92,8 @@ def test_short_run_improves():
     assert record["compiles_after_first_iteration"] == 0
 
 
-# Two of RISE's iterations: enough to compare, at a third of an eager run's cost.
-# Two iterations of 4 minibatch steps (RISE's 16 would dispatch every op of 32 more updates eagerly): enough for the
-# second rollout to follow from an update.
+# Two iterations of 4 minibatch steps each, not RISE's six of 16: enough to compare (the second rollout follows
+# from an update), at a fraction of an eager run's cost.
 SHORT_RISE = dict(total_timesteps=2 * 32 * 32, update_epochs=2, num_minibatches=2)
 
 
