@@ -83,7 +83,9 @@ Options:
                        this command with --task; submitted with sbatch if it is on the PATH, else printed
   -h, --help           this help
 --variants/--envs/--sizes replace the preset's lists in every experiment that uses them, including
-the experiments the preset restricts to fewer variants, envs or sizes to save time.
+the experiments the preset restricts to fewer variants, envs or sizes to save time; a variant the
+preset restricts for its own cost (the cpu preset's linen_nojit) keeps its restriction unless
+--variants names it.
 EOF
 }
 

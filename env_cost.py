@@ -20,10 +20,12 @@ import json
 import os
 import platform
 import sys
-import tempfile
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench"))
+from load_script import check_out, write_atomic  # noqa: E402  (the ones the tools share)
 
 # jax and gymnax are imported where needed: when every cost is already measured (a resumed
 # sweep), this script exits without paying their seconds of start-up.
@@ -97,20 +99,6 @@ def bad_env(env_ids) -> str:
     return ""
 
 
-def write_json_atomic(path: str, record: dict) -> None:
-    """Temporary file beside `path`, then rename: a killed run never leaves half a file."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(record, f, indent=1)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("env_ids", nargs="+", help="gymnax environment ids, or Craftax's symbolic ones")
@@ -123,6 +111,7 @@ def main(argv=None) -> int:
         if getattr(args, name) <= 0:
             print(f"error: --{name.replace('_', '-')} must be positive; got {getattr(args, name)}", file=sys.stderr)
             return 2
+    check_out(args.out)
     record = {}
     if os.path.exists(args.out):
         with open(args.out) as f:
@@ -161,7 +150,7 @@ def main(argv=None) -> int:
         if env_id not in envs:
             envs[env_id] = measure(env_id, args.num_envs, args.steps, args.calls)
             print(f"env cost {env_id}: {envs[env_id]['median_s'] * 1e6:.1f} us per step of {args.num_envs} envs")
-    write_json_atomic(args.out, record)
+    write_atomic(args.out, json.dumps(record, indent=1))
     return 0
 
 

@@ -30,7 +30,7 @@ from report.records import group_by, load_runs, machine
 from report.summary import as_json, summarize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "bench"))
-from load_script import write_atomic  # noqa: E402  (the one the tools share)
+from load_script import check_out, write_atomic  # noqa: E402  (the ones the tools share)
 
 
 def main(argv=None) -> int:
@@ -41,11 +41,12 @@ def main(argv=None) -> int:
     if not args.dir.is_dir():
         print(f"error: {args.dir} is not a directory", file=sys.stderr)
         return 2
+    out = args.out or args.dir
+    check_out(out, "--out" if args.out else "DIR", directory=True)
     runs, failures = load_runs(args.dir)
     if not runs:
         print(f"error: no run records (schema 1 or 2 JSON with status ok) under {args.dir}", file=sys.stderr)
         return 2
-    out = args.out or args.dir
     by_machine = group_by(runs, lambda r: machine(r.record))
     if len(by_machine) == 1:
         write_report(runs, failures, args.dir, out)

@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from load_script import load, write_atomic  # noqa: E402
+from load_script import check_out, load, write_atomic  # noqa: E402
 
 
 def rollout_floor(module, env_id: str, num_envs: int, num_steps: int, iterations: int, devices) -> dict:
@@ -85,6 +85,7 @@ def main(argv=None) -> int:
         if getattr(a, name) <= 0:
             print(f"error: --{name.replace('_', '-')} must be positive; got {getattr(a, name)}", file=sys.stderr)
             return 2
+    check_out(a.out)
     module = load("ppo_torch.py", "benchback_handover_torch")
     import torch
 

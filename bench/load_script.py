@@ -1,5 +1,5 @@
-"""For the tools in bench/ and the tests: import a variant script (or any file of the project) as a module, write a
-result file, make torch.compile start afresh."""
+"""For the tools in bench/ and the tests: import a variant script (or any file of the project) as a module, check
+that a result can be written before the work, write it, make torch.compile start afresh."""
 
 import importlib.util
 import os
@@ -18,6 +18,31 @@ def load(script: str, name: str):
     sys.modules[name] = module  # dynamo and tyro look modules up by name
     spec.loader.exec_module(module)
     return module
+
+
+def check_out(path, flag: str = "--out", directory: bool = False) -> None:
+    """Exit 2 with one line if `path` (a file; with directory=True, a directory) cannot be written: found before the
+    work, not after it. Nothing is created; write_atomic makes the missing directories."""
+    path = Path(path).absolute()
+    if path.is_dir() != directory and path.exists():
+        problem = f"{path} is a {'file' if directory else 'directory'}"
+    else:
+        problem, parent = None, path if directory else path.parent
+        while not parent.is_dir():
+            if parent.exists():
+                problem = f"{parent} is a file"
+                break
+            parent = parent.parent
+        if problem is None:
+            probe = parent / f".tmp-check-{os.getpid()}"
+            try:
+                probe.touch()
+                probe.unlink()
+            except OSError as e:
+                problem = f"{e.strerror} in {parent}"
+    if problem:
+        print(f"error: {flag} {path} cannot be written: {problem}", file=sys.stderr)
+        raise SystemExit(2)
 
 
 def write_atomic(path, text: str) -> None:

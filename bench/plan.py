@@ -93,7 +93,8 @@ def positive(text: str, message: str) -> int:
 
 def settings(a, names: list) -> dict:
     """The preset's settings with the options applied: a list given replaces the preset's and its restrictions of
-    that kind, in every experiment that uses it. `names`: the variant scripts."""
+    that kind, in every experiment that uses it, except a variant's own, which --variants must name it to lift.
+    `names`: the variant scripts."""
     p = {**FULL, "variants": names, **PRESETS[a.preset]}
     p["restrict"] = {
         key: [v for v in names if v not in only] if isinstance(only, AllBut) else only for key, only in p["restrict"].items()
@@ -108,7 +109,13 @@ def settings(a, names: list) -> dict:
     if a.sizes:
         p["sizes"] = split_checked(a.sizes, list(HIDDEN))
         unrestricted.add("sizes")
-    p["restrict"] = {key: only for key, only in p["restrict"].items() if key.split(":")[1] not in unrestricted}
+    # A variant's own restrictions (what it costs: linen_nojit's envs and sizes) stay unless --variants names it.
+    named = set(p["variants"]) if a.variants else set()
+    p["restrict"] = {
+        key: only
+        for key, only in p["restrict"].items()
+        if key.split(":")[1] not in unrestricted or key.split(":")[0] in set(names) - named
+    }
     if a.experiments:
         p["experiments"] = split_checked(a.experiments, EXPERIMENTS)
     if a.repeats:

@@ -82,18 +82,25 @@ def draw_ratios(ax, rows):
     ax.set_yscale("log")
 
 
-def name_envs(ax, x) -> None:
-    """The environments' names along the x-axis, at their x positions."""
-    for env, position in x.items():
+def name_envs(ax, x, gap=8) -> None:
+    """The environments' names along the x-axis, at their x positions (the axis' scale and limits set): a name that
+    would overlap the one to its left moves right, `gap` points from it, with a line to its position."""
+    ax.get_xlim()  # settles autoscaling, which transData alone does not
+    points = 72 / ax.figure.dpi
+    placed = -float("inf")
+    for env, position in sorted(x.items(), key=lambda item: item[1]):
+        at = ax.transData.transform((position, 1))[0] * points
+        placed = max(at, placed + gap)
         ax.annotate(
             env,
             (position, 0),
             xycoords=("data", "axes fraction"),
             rotation=90,
             fontsize=6,
-            xytext=(2, 3),
+            xytext=(2 + placed - at, 3),
             textcoords="offset points",
             alpha=0.6,
+            arrowprops=dict(arrowstyle="-", lw=0.4, alpha=0.4) if placed > at else None,
         )
 
 

@@ -32,7 +32,7 @@ import numpy as np
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path[:0] = [ROOT, os.path.join(ROOT, "bench")]
-from load_script import write_atomic  # noqa: E402
+from load_script import check_out, write_atomic  # noqa: E402
 
 ENV_ID = "Craftax-Classic-Symbolic-v1"
 WAYS = ("per_call", "scan", "scan_state_only")
@@ -130,6 +130,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", help="JSON file for the result")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # one process's measurements
     a = parser.parse_args(argv)
+    if a.out:
+        check_out(a.out)
     for name in ("num_envs", "num_steps", "blocks"):
         if getattr(a, name) <= 0:
             print(f"error: --{name.replace('_', '-')} must be positive; got {getattr(a, name)}", file=sys.stderr)

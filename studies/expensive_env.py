@@ -24,7 +24,7 @@ from scipy import stats
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path[:0] = [ROOT, os.path.join(ROOT, "bench")]
-from load_script import write_atomic  # noqa: E402
+from load_script import check_out, write_atomic  # noqa: E402
 from report.learning import learning_statistics  # noqa: E402
 
 ENV_ID = "Craftax-Classic-Symbolic-v1"
@@ -94,6 +94,8 @@ def main(argv=None) -> int:
     parser.add_argument("--random-steps", type=int, default=2048, help="steps of each of them")
     parser.add_argument("--out", help="JSON file for the result")
     a = parser.parse_args(argv)
+    if a.out:
+        check_out(a.out)
     runs = craftax_runs(a.records)
     if not runs:
         print(f"error: no {ENV_ID} run at size s under {a.records / 'overall'}", file=sys.stderr)

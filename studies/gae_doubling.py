@@ -19,7 +19,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
-from load_script import load, write_atomic  # noqa: E402
+from load_script import check_out, load, write_atomic  # noqa: E402
 
 
 def gae_loop(rewards, values, bootstrap_values, terminated, truncated, gamma, gae_lambda):
@@ -42,6 +42,8 @@ def main(argv=None) -> int:
     parser.add_argument("--calls", type=int, default=50, help="calls of each per block")
     parser.add_argument("--out", help="JSON file for the result")
     a = parser.parse_args(argv)
+    if a.out:
+        check_out(a.out)
     module = load("ppo_torch.py", "benchback_gae_torch")
     g = torch.Generator().manual_seed(0)
     shape = (a.num_steps, a.num_envs)

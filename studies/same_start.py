@@ -24,7 +24,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))  # the tools the studies share with the tests
-from load_script import load, write_atomic  # noqa: E402
+from load_script import check_out, load, write_atomic  # noqa: E402
 
 QUIET = dict(cuda=False, tensorboard=False, quiet=True)
 
@@ -89,6 +89,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default="results/same_start.json")
     parser.add_argument("--iterations", type=int, default=100, help="iterations of the default config")
     args = parser.parse_args(argv)
+    check_out(args.out)
     if args.iterations <= 0:
         print(f"error: --iterations must be positive; got {args.iterations}", file=sys.stderr)
         return 2

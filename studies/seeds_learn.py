@@ -14,7 +14,7 @@ import time
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path[:0] = [ROOT, os.path.join(ROOT, "bench")]
-from load_script import load, write_atomic  # noqa: E402
+from load_script import check_out, load, write_atomic  # noqa: E402
 from report.learning import learning_statistics  # noqa: E402
 from variants import scripts  # noqa: E402
 
@@ -28,6 +28,8 @@ def main(argv=None) -> int:
     parser.add_argument("--total-timesteps", type=int, help="default: the script's")
     parser.add_argument("--out", help="JSON file for the result")
     a = parser.parse_args(argv)
+    if a.out:
+        check_out(a.out)
     if a.variant not in offered or a.num_seeds < 3:
         print(f"error: --variant must be one of {', '.join(offered)} and --num-seeds at least 3", file=sys.stderr)
         return 2

@@ -26,7 +26,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))  # the tools the studies share with the tests
-from load_script import load, write_atomic  # noqa: E402
+from load_script import check_out, load, write_atomic  # noqa: E402
 
 
 def closure(compiled_function) -> dict:
@@ -106,6 +106,8 @@ def main(argv=None) -> int:
     parser.add_argument("--iterations", type=int, default=100, help="iterations of the default config")
     parser.add_argument("--out", help="JSON record to write")
     args = parser.parse_args(argv)
+    if args.out:
+        check_out(args.out)
     if args.iterations <= 0:
         print(f"error: --iterations must be positive; got {args.iterations}", file=sys.stderr)
         return 2

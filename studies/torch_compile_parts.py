@@ -31,7 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))  # the tools the studies share with the tests
-from load_script import load, reset_torch_compile, write_atomic  # noqa: E402
+from load_script import check_out, load, reset_torch_compile, write_atomic  # noqa: E402
 
 PARTS = {"policy": "act", "critic": "value", "update": "learn_minibatch"}  # part -> compiled function's name
 
@@ -108,6 +108,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default="results/torch_compile_parts")
     parser.add_argument("--iterations", type=int, default=100, help="iterations of the default config")
     args = parser.parse_args(argv)
+    check_out(args.summary or args.out, "--summary" if args.summary else "--out", directory=True)
     if args.summary:
         text = summary(args.summary, args.learn)
         print(text)

@@ -204,6 +204,29 @@ def _run_in(cwd: Path, variant: str, flags):
     return run_script(variant, *flags, "--json-out", str(out), cwd=cwd), cwd, out
 
 
+# Tests whose cost is all in processes they start and then only read (a sweep, gpu-check, a tool): such a test is
+# marked @in_background(work), where work(directory, **the test's parameters) starts those processes and returns what
+# the test reads. The work joins the background runs' queue, and the test runs last, taking work's result from its
+# `background` fixture: the main process never waits on a process that could have run beside it.
+def in_background(work):
+    def mark(test):
+        test.background_work = work
+        return test
+
+    return mark
+
+
+def background_work(item):
+    return getattr(getattr(item, "function", None), "background_work", None)
+
+
+_work = {}  # test node id -> Future of what its work returned
+
+
+def pytest_collection_modifyitems(items):
+    items.sort(key=lambda item: background_work(item) is not None)  # stable: the rest keep their order
+
+
 def pytest_collection_finish(session):
     if session.config.option.collectonly:
         return
@@ -217,6 +240,18 @@ def pytest_collection_finish(session):
                 cwd = base / f"{kind}-{v}"
                 cwd.mkdir()
                 _runs[kind, v] = _pool.submit(_run_in, cwd, v, flags)
+    for i, item in enumerate(session.items):
+        if work := background_work(item):
+            directory = base / f"work-{i}"
+            directory.mkdir()
+            params = item.callspec.params if hasattr(item, "callspec") else {}
+            _work[item.nodeid] = _pool.submit(work, directory, **params)
+
+
+@pytest.fixture
+def background(request):
+    """What the test's @in_background work returned (waiting for it, if it has not finished)."""
+    return _work[request.node.nodeid].result()
 
 
 @pytest.fixture(scope="session")

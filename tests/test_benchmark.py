@@ -1,7 +1,7 @@
 """benchmark.sh: the plan, the quick preset end to end, resuming after a kill, failure records.
 
 The bookkeeping tests run a fake variant (tests/fixtures/fake_variant.py) through a PYTHON
-wrapper, so they take seconds; the quick-preset test runs the real jax_linen script.
+wrapper, so they take seconds; the quick-preset test runs a real script.
 """
 
 import itertools
@@ -13,10 +13,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from conftest import DECLARED, ROOT, VARIANTS, load
+from conftest import DECLARED, ROOT, VARIANTS, in_background, load
 from plan import load as load_plan
 from presets import PRESETS
 
@@ -165,6 +166,24 @@ def test_iterations_replaces_the_presets_counts_and_keeps_a_variants_cap():
     assert all(n == (3 if "linen_nojit" in name else 5) for name, n in given.items())
 
 
+@pytest.mark.skipif("linen_nojit" not in VARIANTS, reason="the cpu preset's variant restricted for its cost")
+def test_a_variants_own_restriction_stays_unless_variants_names_it():
+    """--envs and --sizes lift the cpu preset's restrictions of cells (m on 2 envs), not linen_nojit's own (eager:
+    its 3 iterations at s on 2 envs are minutes; on Craftax-Classic or at l, hours), unless --variants names it."""
+    flags = ["--preset", "cpu", "--experiments", "overall", "--envs", "CartPole-v1,Craftax-Classic-Symbolic-v1"]
+    flags += ["--sizes", "s,m"]
+
+    def cells(*more):
+        return {tuple(run[0].split("__")[:3]) for run in load_plan([*flags, *more]).runs}
+
+    assert {(v, e, z) for v, e, z in cells() if v.endswith("jax_linen")} == {
+        ("overall/jax_linen", env, size) for env in ("CartPole-v1", "Craftax-Classic-Symbolic-v1") for size in "sm"
+    }
+    assert {cell for cell in cells() if "linen_nojit" in cell[0]} == {("overall/linen_nojit", "CartPole-v1", "s")}
+    named = cells("--variants", "jax_linen,linen_nojit")
+    assert len({cell for cell in named if "linen_nojit" in cell[0]}) == 4
+
+
 @pytest.mark.parametrize(
     "flags, message",
     [
@@ -224,32 +243,44 @@ def test_a_sync_experiment_with_a_torch_script_measures_its_handover_floor_first
     assert calls[0][0].endswith("env_cost.py")  # the env's cost first, as before
 
 
-def test_a_real_sweep_writes_its_record_then_resumes_and_plots(tmp_path):
+QUICK_FLAGS = ("--preset", "quick", "--experiments", "overall", "--variants", QUICK_VARIANT)
+
+
+def quick_sweep_twice_then_plot(directory: Path) -> SimpleNamespace:
+    """The quick preset's overall run, the same sweep again (to resume), then plot.py on its records."""
+    out = directory / "quick"
+    first = sweep(*QUICK_FLAGS, "--out", str(out))
+    records = run_files(out)
+    costs = json.loads((out / "env_cost.json").read_text()) if first.returncode == 0 else None
+    again = sweep(*QUICK_FLAGS, "--out", str(out))
+    records_again = run_files(out)
+    plot = subprocess.run([sys.executable, str(ROOT / "plot.py"), str(out)], capture_output=True, text=True)
+    return SimpleNamespace(
+        out=out, first=first, records=records, costs=costs, again=again, records_again=records_again, plot=plot
+    )
+
+
+@in_background(quick_sweep_twice_then_plot)
+def test_a_real_sweep_writes_its_record_then_resumes_and_plots(background):
     """The quick preset's overall run, end to end with a real script (the plans of the other experiments: the fake
     scripts' tests above and below)."""
-    out, v = tmp_path / "quick", QUICK_VARIANT
-    flags = ("--preset", "quick", "--experiments", "overall", "--out", str(out), "--variants", v)
-    proc = sweep(*flags)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    records = run_files(out)
-    assert set(records) == {f"overall/{v}__CartPole-v1__s__seed1.json"}
-    (record,) = records.values()
+    run, v = background, QUICK_VARIANT
+    assert run.first.returncode == 0, run.first.stdout + run.first.stderr
+    assert set(run.records) == {f"overall/{v}__CartPole-v1__s__seed1.json"}
+    (record,) = run.records.values()
     assert record["status"] == "ok" and record["variant"] == v and record["args"]["exp_name"] == "overall"
     assert record["sync_timing"] is False and len(record["iteration_durations"]) == 3
-    costs = json.loads((out / "env_cost.json").read_text())
-    assert costs["num_envs"] == 8 and costs["envs"]["CartPole-v1"]["median_s"] > 0
-    assert summary(proc.stdout) == (1, 0, 0)
-    assert re.search(r"\[1/1\] elapsed \d+:\d\d:\d\d, remaining ~\?  overall/", proc.stdout)
+    assert run.costs["num_envs"] == 8 and run.costs["envs"]["CartPole-v1"]["median_s"] > 0
+    assert summary(run.first.stdout) == (1, 0, 0)
+    assert re.search(r"\[1/1\] elapsed \d+:\d\d:\d\d, remaining ~\?  overall/", run.first.stdout)
 
-    again = sweep(*flags)
-    assert again.returncode == 0 and summary(again.stdout) == (0, 1, 0)
-    assert run_files(out) == records  # nothing was run again
+    assert run.again.returncode == 0 and summary(run.again.stdout) == (0, 1, 0)
+    assert run.records_again == run.records  # nothing was run again
 
-    plot = subprocess.run([sys.executable, str(ROOT / "plot.py"), str(out)], capture_output=True, text=True)
-    assert plot.returncode == 0, plot.stderr
+    assert run.plot.returncode == 0, run.plot.stderr
     # One variant, one experiment: no speedups, no rollout/update, no scaling; everything else is drawn.
-    assert {p.name for p in out.glob("*.png")} == {"duration.png", "overhead.png", "learning_curves.png"}
-    assert (out / "summary.md").exists()
+    assert {p.name for p in run.out.glob("*.png")} == {"duration.png", "overhead.png", "learning_curves.png"}
+    assert (run.out / "summary.md").exists()
 
 
 def test_killed_sweep_resumes_with_every_run_exactly_once(tmp_path):
@@ -448,6 +479,16 @@ STUDY_ENVS = [
 ]
 
 
+def sweep_beside_a_file(directory, flags, message):
+    """The quick sweep with these flags ({file}: a file in the directory, the default --out beside it): its process,
+    the file, and what the directory holds afterwards."""
+    file = directory / "notes.txt"
+    file.write_text("")
+    flags = [f.format(file=file) for f in flags] + ([] if "--out" in flags else ["--out", str(directory / "out")])
+    proc = sweep("--preset", "quick", "--experiments", "overall", "--variants", "jax_linen", *flags)
+    return proc, file, sorted(p.name for p in directory.iterdir())
+
+
 @pytest.mark.parametrize(
     "flags, message",
     [
@@ -458,15 +499,13 @@ STUDY_ENVS = [
         (["--out", "{file}/out"], "cannot be created: {file} is a file"),
     ],
 )
-def test_bad_environments_and_outputs_are_refused_before_the_plan(flags, message, tmp_path):
-    file = tmp_path / "notes.txt"
-    file.write_text("")
-    flags = [f.format(file=file) for f in flags] + ([] if "--out" in flags else ["--out", str(tmp_path / "out")])
-    proc = sweep("--preset", "quick", "--experiments", "overall", "--variants", "jax_linen", *flags)
+@in_background(sweep_beside_a_file)
+def test_bad_environments_and_outputs_are_refused_before_the_plan(flags, message, background):
+    proc, file, left = background
     assert proc.returncode == 2 and proc.stdout == "", proc.stdout
     (line,) = proc.stderr.splitlines()
     assert message.format(file=file) in line
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    assert left == ["notes.txt"]
 
 
 def listing(stdout: str) -> list:

@@ -16,7 +16,9 @@ from conftest import (
     QUIET,
     ROOT,
     VARIANTS,
+    as_flags,
     framework,
+    in_background,
     load,
     read_json,
     run_script,
@@ -180,12 +182,23 @@ def test_cli_smoke_run_writes_schema_2_json_and_tensorboard(variant, smoke):
 TINY = dict(cuda=False, hidden="16", num_envs=4, num_steps=16, num_minibatches=2, update_epochs=1, **QUIET)
 
 
+def tiny_run(directory, variant, env_id, iterations, *flags):
+    """The script's process on TINY iterations of env_id, its record, and what it left in its directory."""
+    out = directory / "out" / "result.json"
+    steps = ["--total-timesteps", str(4 * 16 * iterations), "--json-out", str(out)]
+    proc = run_script(variant, *as_flags(TINY), "--env-id", env_id, *steps, *flags, cwd=directory)
+    return proc, read_json(out) if out.exists() else None, sorted(p.name for p in directory.iterdir())
+
+
+def sync_timed_run(directory, variant):
+    return tiny_run(directory, variant, "Acrobot-v1", 3, "--sync-timing")
+
+
 @pytest.mark.parametrize("variant", EAGER_JAX_SLOW)
-def test_sync_timing_times_rollout_and_update_separately(variant, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    module = load(variant)
-    args = module.Args(env_id="Acrobot-v1", sync_timing=True, total_timesteps=4 * 16 * 3, **TINY)
-    record = module.train(args)
+@in_background(sync_timed_run)
+def test_sync_timing_times_rollout_and_update_separately(variant, background):
+    proc, record, left = background
+    assert proc.returncode == 0, proc.stderr[-3000:]
     # An untrained Acrobot episode lasts 500 steps: none finishes in 48, so every return is null.
     check_record(
         record,
@@ -201,17 +214,21 @@ def test_sync_timing_times_rollout_and_update_separately(variant, tmp_path, monk
         num_actions=3,
         episodes_finish=False,
     )
-    assert list(tmp_path.iterdir()) == []  # --no-tensorboard and no --json-out: nothing written
+    assert left == ["out"]  # --no-tensorboard: the record alone
+
+
+def mountain_car_run(directory, variant):
+    return tiny_run(directory, variant, "MountainCar-v0", 2)
 
 
 @pytest.mark.parametrize("variant", JIT_VARIANTS)
-def test_weakly_typed_env_state_does_not_recompile_the_iteration(variant, tmp_path, monkeypatch):
+@in_background(mountain_car_run)
+def test_weakly_typed_env_state_does_not_recompile_the_iteration(variant, background):
     """MountainCar's reset makes a weakly typed field, its step a strong one: the jitted iteration
     must not see the state's types change between iterations 0 and 1."""
-    monkeypatch.chdir(tmp_path)
-    module = load(variant)
-    args = module.Args(env_id="MountainCar-v0", total_timesteps=4 * 16 * 2, **TINY)
-    assert module.train(args)["compiles_after_first_iteration"] == 0
+    proc, record, _ = background
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert record["compiles_after_first_iteration"] == 0
 
 
 BAD_INPUTS = [
@@ -246,12 +263,19 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(variant, flags, message
 ONE_PER_FRAMEWORK = [v for i, v in enumerate(VARIANTS) if framework(v) not in map(framework, VARIANTS[:i])]
 
 
+def run_with_a_bad_env(directory, variant):
+    """The script's process given a continuous-action env, and what it left in its directory."""
+    proc = run_script(variant, "--env-id", "Pendulum-v1", "--json-out", "x.json", cwd=directory)
+    return proc, list(directory.iterdir())
+
+
 @pytest.mark.parametrize("variant", ONE_PER_FRAMEWORK)
-def test_bad_input_from_the_shell_exits_2(variant, tmp_path):
-    proc = run_script(variant, "--env-id", "Pendulum-v1", "--json-out", "x.json", cwd=tmp_path)
+@in_background(run_with_a_bad_env)
+def test_bad_input_from_the_shell_exits_2(variant, background):
+    proc, left = background
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "discrete" in proc.stderr
-    assert list(tmp_path.iterdir()) == []
+    assert left == []
 
 
 def test_the_record_is_written_whole_and_readable_as_any_file_the_user_makes(variant, tmp_path):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, in_background
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
@@ -62,12 +62,19 @@ def help_text(program: str) -> str:
     return proc.stdout
 
 
-def test_every_flag_the_readme_quotes_is_one_its_program_accepts():
+def readme_programs_help(directory):
+    """The README's commands, and the --help of each program they run."""
     commands = readme_commands()
+    return commands, {program: help_text(program) for program, _ in commands}
+
+
+@in_background(readme_programs_help)
+def test_every_flag_the_readme_quotes_is_one_its_program_accepts(background):
+    commands, helps = background
     assert {program for program, _ in commands} >= {"ppo_jax_linen.py", "benchmark.sh", "plot.py"}
     for program, flags in commands:
         for flag in flags:
-            assert re.search(rf"{re.escape(flag)}\b", help_text(program)), f"{program} has no {flag}"
+            assert re.search(rf"{re.escape(flag)}\b", helps[program]), f"{program} has no {flag}"
 
 
 def test_no_readme_sentence_sends_a_cpu_user_to_the_full_sweep():

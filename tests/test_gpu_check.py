@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import gpu_check
-from conftest import ROOT, VARIANTS, needs
+from conftest import ROOT, VARIANTS, in_background, needs
 from gpu_check import COLUMNS, Row, judge, returns_differ, rows_for, sleep_verdict
 from gpu_preflight import SKIPPED, checks, compiler_check, driver_check, find_compiler
 
@@ -210,11 +210,16 @@ def test_cuda_graphs_are_a_gpu_only_row_that_must_repeat_the_returns_without_the
 
 
 # ---------------------------------------------------------------- end to end
+def gpu_check_on_jax_linen(directory):
+    return run_gpu_check("--variants", "jax_linen")
+
+
 @needs("jax_linen")
-def test_gpu_check_runs_each_variant_in_its_own_process_with_every_check():
+@in_background(gpu_check_on_jax_linen)
+def test_gpu_check_runs_each_variant_in_its_own_process_with_every_check(background):
     """gpu-check on jax_linen, and so on jax_linen on Asterix-MinAtar (the torch rows: the host-sync test below, and
     every variant behind the slow marker)."""
-    proc = run_gpu_check("--variants", "jax_linen")
+    proc = background
     gpu = "a GPU is present" in proc.stdout
     preflight, (header, *rows) = tables(proc.stdout)
     assert header == COLUMNS
@@ -237,17 +242,24 @@ def test_an_unknown_variant_is_refused_in_one_line_before_anything_runs():
     assert len(proc.stderr.strip().splitlines()) == 1 and "unknown variant(s) nope" in proc.stderr
 
 
-@needs("torch")
-def test_gpu_check_fails_on_a_host_sync(tmp_path):
-    """A variant that reads a tensor back inside its timed iteration fails the check: torch's GAE, patched in a scratch
-    copy of ppo_torch.py, which gpu-check's process for the variant loads."""
-    shutil.copytree(ROOT / "bench", tmp_path / "bench", ignore=shutil.ignore_patterns("__pycache__"))
+SCRIPT = (ROOT / "ppo_torch.py").read_text() if "torch" in VARIANTS else ""
+
+
+def gpu_check_on_torch_reading_back(directory):
+    """gpu-check on a scratch copy of ppo_torch.py whose GAE reads a tensor back, which its process for torch loads."""
+    shutil.copytree(ROOT / "bench", directory / "bench", ignore=shutil.ignore_patterns("__pycache__"))
     patch = "\n_gae = compute_gae\ncompute_gae = lambda r, *a: (r.sum().item(), _gae(r, *a))[1]  # a host read\n"
-    script = (ROOT / "ppo_torch.py").read_text()
-    (tmp_path / "ppo_torch.py").write_text(script + patch)
-    proc = run_gpu_check("--variants", "torch", cwd=tmp_path)
+    (directory / "ppo_torch.py").write_text(SCRIPT + patch)
+    return run_gpu_check("--variants", "torch", cwd=directory)
+
+
+@needs("torch")
+@in_background(gpu_check_on_torch_reading_back)
+def test_gpu_check_fails_on_a_host_sync(background):
+    """A variant that reads a tensor back inside its timed iteration fails the check: torch's GAE, patched."""
+    proc = background
     assert proc.returncode == 1, proc.stdout + proc.stderr[-2000:]
-    patched_line = len(script.splitlines()) + 3  # the lambda's line, named as where the read came from
+    patched_line = len(SCRIPT.splitlines()) + 3  # the lambda's line, named as where the read came from
     assert f"FAIL: Tensor.item at ppo_torch.py:{patched_line} inside a timed iteration" in proc.stdout
     assert "gpu-check: 0 of 1 variants pass; failed: torch" in proc.stdout
 

@@ -3,27 +3,36 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
-from conftest import ROOT
+from conftest import ROOT, in_background
 
 TOOL = [sys.executable, str(ROOT / "bench" / "handover.py")]
 
 
-def test_measures_each_env_once_and_keeps_what_it_has(tmp_path):
-    out = tmp_path / "handover.json"
+def measure_then_add_an_env(directory: Path) -> list:
+    """handover.py on CartPole-v1, then on CartPole-v1 and Acrobot-v1 into the same file: each run's process and the
+    file it left."""
+    out = directory / "handover.json"
     small = ["--num-envs", "4", "--num-steps", "8", "--iterations", "3", "--out", str(out)]
-    proc = subprocess.run([*TOOL, *small, "CartPole-v1"], capture_output=True, text=True, timeout=300)
+    runs = []
+    for envs in (["CartPole-v1"], ["CartPole-v1", "Acrobot-v1"]):
+        proc = subprocess.run([*TOOL, *small, *envs], capture_output=True, text=True, timeout=300)
+        runs.append((proc, json.loads(out.read_text()) if out.exists() else None))
+    return runs
+
+
+@in_background(measure_then_add_an_env)
+def test_measures_each_env_once_and_keeps_what_it_has(background):
+    (proc, record), (again_proc, again) = background
     assert proc.returncode == 0, proc.stderr
-    record = json.loads(out.read_text())
     assert (record["num_envs"], record["num_steps"], record["device"]) == (4, 8, "cpu")
     floor = record["envs"]["CartPole-v1"]
     assert 0 < floor["p10_s"] <= floor["median_s"] <= floor["p90_s"] and floor["iterations"] == 3
 
     # A second env is added; the first is not measured again (its numbers stay as they were).
-    proc = subprocess.run([*TOOL, *small, "CartPole-v1", "Acrobot-v1"], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    assert "hand-over floor CartPole-v1" not in proc.stdout and "hand-over floor Acrobot-v1" in proc.stdout
-    again = json.loads(out.read_text())
+    assert again_proc.returncode == 0, again_proc.stderr
+    assert "hand-over floor CartPole-v1" not in again_proc.stdout and "hand-over floor Acrobot-v1" in again_proc.stdout
     assert again["envs"]["CartPole-v1"] == floor and set(again["envs"]) == {"CartPole-v1", "Acrobot-v1"}
 
 

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, in_background
 
 sys.path.insert(0, str(ROOT))  # report/: `python plot.py` finds it beside plot.py, a test loading plot.py by path here
 from report import learning, records, timing  # noqa: E402
@@ -91,7 +91,12 @@ def write(directory, name, content):
 
 @pytest.fixture
 def sweep_dir(tmp_path):
-    d = tmp_path / "sweep"
+    return make_sweep(tmp_path)
+
+
+def make_sweep(directory):
+    """A sweep's records whose ratios are known (FACTOR, BASE, LEARN_SLOW), with some that plot.py must skip."""
+    d = directory / "sweep"
     write(
         d,
         "env_cost.json",
@@ -182,13 +187,21 @@ def close(cell, value):
     return math.isclose(float(cell), value, rel_tol=5e-3)
 
 
-def test_plot_reproduces_known_ratios_and_writes_every_png(sweep_dir, tmp_path, capsys):
-    out = tmp_path / "figures"
-    assert plot.main([str(sweep_dir), "--out", str(out)]) == 0
+def plot_a_known_sweep(directory):
+    """`python plot.py` on make_sweep's records: its process and the directory it wrote."""
+    out = directory / "figures"
+    command = [sys.executable, str(ROOT / "plot.py"), str(make_sweep(directory)), "--out", str(out)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=600), out
+
+
+@in_background(plot_a_known_sweep)
+def test_plot_reproduces_known_ratios_and_writes_every_png(background):
+    proc, out = background
+    assert proc.returncode == 0, proc.stderr[-3000:]
     assert {p.name for p in out.glob("*.png")} == PNGS
     assert PNGS - {"learn_CartPole-v1.png"} <= set(plot.FIGURES)
     assert all((out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for png in PNGS)
-    warnings = capsys.readouterr().err
+    warnings = proc.stderr
     assert "torch__Freeway-MinAtar__l__seed1.json: failure record" in warnings
     assert "torch__Freeway-MinAtar__m__seed1.json: does not parse" in warnings
     summary = (out / "summary.md").read_text()

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from conftest import DECLARED, EAGER_JAX_SLOW, QUIET, ROOT, SHORT_ARGS, load
+from conftest import DECLARED, EAGER_JAX_SLOW, QUIET, ROOT, SHORT_ARGS, as_flags, in_background, load, read_json, run_script
 
 
 def offers_seeds(param) -> bool:
@@ -16,11 +16,21 @@ SEEDED = [param for param in EAGER_JAX_SLOW if offers_seeds(param)]  # linen_noj
 ARGS = {**SHORT_ARGS, **QUIET, "total_timesteps": 2 * 8 * 32}  # two iterations
 
 
+def two_seeds_then_the_second_alone(directory, variant):
+    """The records of a run of seeds 1 and 2 at once, and of seed 2 alone (each a process of the script's)."""
+    found = []
+    for name, seeds in (("both", ["--seed", "1", "--num-seeds", "2"]), ("second", ["--seed", "2"])):
+        out = directory / f"{name}.json"
+        proc = run_script(variant, *as_flags(ARGS), *seeds, "--json-out", str(out), cwd=directory)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        found.append(read_json(out))
+    return found
+
+
 @pytest.mark.parametrize("variant", SEEDED)
-def test_each_vmapped_seed_starts_as_its_own_run_and_the_record_holds_every_seed(variant):
-    module = load(variant)
-    both = module.train(module.Args(**ARGS, seed=1, num_seeds=2))
-    second = module.train(module.Args(**ARGS, seed=2))  # the vmapped run's second seed, alone
+@in_background(two_seeds_then_the_second_alone)
+def test_each_vmapped_seed_starts_as_its_own_run_and_the_record_holds_every_seed(variant, background):
+    both, second = background
     assert both["compiles_after_first_iteration"] == 0
     assert both["param_count"] == second["param_count"]  # one seed's network, not two
     assert len(both["final_return"]) == 2 and [len(r) for r in both["episodic_return"]] == [2, 2]
