@@ -109,13 +109,14 @@ def settings(a, names: list) -> dict:
     if a.sizes:
         p["sizes"] = split_checked(a.sizes, list(HIDDEN))
         unrestricted.add("sizes")
-    # A variant's own restrictions (what it costs: linen_nojit's envs and sizes) stay unless --variants names it.
     named = set(p["variants"]) if a.variants else set()
-    p["restrict"] = {
-        key: only
-        for key, only in p["restrict"].items()
-        if key.split(":")[1] not in unrestricted or key.split(":")[0] in set(names) - named
-    }
+
+    def kept(key: str) -> bool:
+        """A restriction of a kind no list replaced, or a variant's own (what it costs) that --variants did not name."""
+        what, dim = key.split(":")
+        return dim not in unrestricted or (what in names and what not in named)
+
+    p["restrict"] = {key: only for key, only in p["restrict"].items() if kept(key)}
     if a.experiments:
         p["experiments"] = split_checked(a.experiments, EXPERIMENTS)
     if a.repeats:
