@@ -1,6 +1,7 @@
 """For the tools in bench/ and the tests: import a variant script (or any file of the project) as a module, check
 that a result can be written before the work, write it, make torch.compile start afresh."""
 
+import contextlib
 import importlib.util
 import os
 import sys
@@ -46,12 +47,18 @@ def check_out(path, flag: str = "--out", directory: bool = False) -> None:
 
 
 def write_atomic(path, text: str) -> None:
-    """Write a temporary file beside `path`, then rename it: a reader never sees half a file."""
+    """Write a temporary file beside `path`, then rename it: a reader never sees half a file, and a write that fails
+    (a full disk, Ctrl-C) leaves no file behind."""
     temporary = os.path.join(os.path.dirname(os.path.abspath(path)), f".tmp-{os.getpid()}")
     os.makedirs(os.path.dirname(temporary), exist_ok=True)
-    with open(temporary, "w") as f:
-        f.write(text)
-    os.replace(temporary, path)
+    try:
+        with open(temporary, "w") as f:
+            f.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
 
 
 def reset_torch_compile() -> None:

@@ -1,5 +1,6 @@
 """Every tool that writes a result (plot.py, env_cost.py, bench/handover.py, the studies) refuses an output it could
-not write before its work, in one line with exit code 2, and creates nothing: not after minutes of measuring."""
+not write before its work, in one line with exit code 2, and creates nothing: not after minutes of measuring; and a
+write that fails leaves no temporary file."""
 
 import functools
 
@@ -47,3 +48,11 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_work(tool, where
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and err.startswith(f"error: --out {out} cannot be written: ") and problem in err, err
     assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+def test_a_result_whose_write_fails_leaves_no_temporary_file(tmp_path):
+    target = tmp_path / "result.json"
+    target.mkdir()  # a directory where the file should go: the rename onto it fails after the text is written
+    with pytest.raises(OSError):
+        load_script.write_atomic(target, "{}")
+    assert [p.name for p in tmp_path.iterdir()] == ["result.json"] and not any(target.iterdir())
