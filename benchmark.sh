@@ -127,14 +127,10 @@ check_envs() {
 }
 
 # check_out: OUT exists and is writable, or can be made where the nearest existing directory is writable.
-# Nothing is created by the check.
 check_out() {
-  local dir=$OUT
-  while [[ ! -d $dir ]]; do
-    [[ ! -e $dir ]] || die "--out $OUT cannot be created: $dir is a file"
-    dir=$(dirname "$dir")
-  done
-  { : >"$dir/.tmp-check-$$" && rm -f "$dir/.tmp-check-$$"; } 2>/dev/null || die "--out $OUT cannot be written: $dir does not accept files"
+  local bad
+  bad=$("$PYTHON" "$PLAN" check-out "$OUT") || die "PYTHON=$PYTHON failed to check --out"
+  [[ -z $bad ]] || die "--out $OUT cannot be written: $bad"
 }
 
 # check_same_cpu: no runs added to an OUT whose CPU timings came from another CPU model: a sweep resumed there

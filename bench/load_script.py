@@ -21,28 +21,30 @@ def load(script: str, name: str):
     return module
 
 
-def check_out(path, flag: str = "--out", directory: bool = False) -> None:
-    """Exit 2 with one line if `path` (a file; with directory=True, a directory) cannot be written: found before the
-    work, not after it. Nothing is created; write_atomic makes the missing directories."""
+def out_problem(path, directory: bool = False) -> str:
+    """Why `path` (a file; with directory=True, a directory) cannot be written, or "" if it can. Nothing is created;
+    write_atomic makes the missing directories."""
     path = Path(path).absolute()
     if path.is_dir() != directory and path.exists():
-        problem = f"{path} is a {'file' if directory else 'directory'}"
-    else:
-        problem, parent = None, path if directory else path.parent
-        while not parent.is_dir():
-            if parent.exists():
-                problem = f"{parent} is a file"
-                break
-            parent = parent.parent
-        if problem is None:
-            probe = parent / f".tmp-check-{os.getpid()}"
-            try:
-                probe.touch()
-                probe.unlink()
-            except OSError as e:
-                problem = f"{e.strerror} in {parent}"
-    if problem:
-        print(f"error: {flag} {path} cannot be written: {problem}", file=sys.stderr)
+        return f"{path} is a {'file' if directory else 'directory'}"
+    parent = path if directory else path.parent
+    while not parent.is_dir():
+        if parent.exists():
+            return f"{parent} is a file"
+        parent = parent.parent
+    probe = parent / f".tmp-check-{os.getpid()}"
+    try:
+        probe.touch()
+        probe.unlink()
+    except OSError as e:
+        return f"{parent} does not accept files ({e.strerror})"
+    return ""
+
+
+def check_out(path, flag: str = "--out", directory: bool = False) -> None:
+    """Exit 2 with one line if `path` cannot be written (out_problem): found before the work, not after it."""
+    if problem := out_problem(path, directory):
+        print(f"error: {flag} {Path(path).absolute()} cannot be written: {problem}", file=sys.stderr)
         raise SystemExit(2)
 
 

@@ -8,6 +8,7 @@ benchmark.sh runs the plan (one runner for the serial sweep and --jobs, --task),
     python bench/plan.py status FILE...                # ok | failed | corrupt | missing: each record's
     python bench/plan.py failure FILE REASON CODE SECONDS LIMIT STDERR_FILE COMMAND...   # a run's failure record
     python bench/plan.py check-envs ENV...             # why an --envs id cannot be run, or nothing
+    python bench/plan.py check-out OUT                 # why OUT cannot be written, or nothing (creates nothing)
     python bench/plan.py other-cpu OUT                 # a CPU record in OUT from another CPU model, or nothing
 
 A refused argument is one line on stderr, "benchmark.sh: ...", and exit code 2.
@@ -22,6 +23,7 @@ import sys
 from types import SimpleNamespace
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from load_script import out_problem  # noqa: E402
 from presets import EXPERIMENTS, FULL, HIDDEN, PRESETS, TIMED, AllBut  # noqa: E402
 from run_records import other_cpu, record_status, write_failure  # noqa: E402
 from variants import ROOT, VariantError, discover, modules, scripts  # noqa: E402
@@ -434,6 +436,8 @@ def main(argv=None) -> int:
         from env_cost import bad_env
 
         print(bad_env(rest))
+    elif command == "check-out":  # as every tool checks its --out
+        print(out_problem(rest[0], directory=True))
     elif command == "other-cpu":
         print(other_cpu(rest[0]) if os.path.isdir(rest[0]) else "")
     else:

@@ -496,7 +496,8 @@ def sweep_beside_a_file(directory, flags, message):
         (["--envs", "CartPole-v2"], "--envs: unknown environment 'CartPole-v2'; ids: CartPole-v1"),
         (["--envs", "MNISTBandit-bsuite"], "unknown environment 'MNISTBandit-bsuite'"),
         (["--out", "/proc/benchback/out"], "--out /proc/benchback/out cannot be written: /proc does not accept files"),
-        (["--out", "{file}/out"], "cannot be created: {file} is a file"),
+        (["--out", "{file}/out"], "cannot be written: {file} is a file"),
+        (["--out", "{file}"], "cannot be written: {file} is a file"),
     ],
 )
 @in_background(sweep_beside_a_file)
