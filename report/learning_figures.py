@@ -42,7 +42,7 @@ def learning_curves(cells, out) -> None:
 def learn(section, out) -> None:
     """One environment's learn runs: the return against steps and against seconds, and the final returns with
     rliable's IQM and mean."""
-    env, rows, finals, threshold = section["env"], section["rows"], section["finals"], section["threshold"]
+    env, rows, finals = section["env"], section["rows"], section["finals"]
     fig, (curves, clock, bars) = plt.subplots(1, 3, figsize=(18, 5), gridspec_kw={"width_ratios": [3, 3, 2]})
     draw_curves(curves, section["curves"], lambda v: f"{v} ({section['seeds'][v]} seeds)")
     curves.set(xlabel="env steps", ylabel="episodic return (IQM over seeds)", title=f"{env}, each script's default config")
@@ -54,7 +54,7 @@ def learn(section, out) -> None:
         title="The same runs against the wall clock",
     )
     clock.set_xscale("log")
-    if threshold is not None:
+    for threshold in section["thresholds"]:
         for ax in (curves, clock):
             ax.axhline(threshold, color="gray", lw=0.8, ls=":")
     for i, r in enumerate(rows):

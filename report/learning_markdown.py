@@ -1,4 +1,4 @@
-"""summary.md's learning section (the learn preset): per environment, the final returns, the time to the
+"""summary.md's learning section (the learn preset): per environment, the final returns, the time to each
 threshold, the pairs that differ by one thing and the seconds per iteration."""
 
 from report.tables import RATIO_TEXT, fmt, image, table, with_interval
@@ -14,9 +14,10 @@ def reach_cell(r, key) -> str:
 
 
 def learn_env(s) -> list:
-    """One environment's learn runs: the final returns, the time to the threshold, the pairs, the seconds per
+    """One environment's learn runs: the final returns, the time to each threshold, the pairs, the seconds per
     iteration."""
-    collapse, threshold, collapses = s["collapse"], s["threshold"], s["collapses"]
+    collapse, thresholds, collapses = s["collapse"], s["thresholds"], s["collapses"]
+    bars = " and ".join(f"{t:g}" for t in thresholds)
     key = f"prob_improvement_vs_{REFERENCE}"
     lines = [
         image(s["figure"]),
@@ -24,7 +25,7 @@ def learn_env(s) -> list:
         f"mean with {CONFIDENCE:.0%} stratified-bootstrap intervals, the lowest run, and the probability that a "
         f"run of the variant ends higher than a run of {REFERENCE} (rliable). A variant learns like the reference "
         "when that probability's interval contains 0.5."
-        + (f" The dotted line: the threshold, {threshold:g}." if threshold is not None else ""),
+        + (f" Dotted: the threshold{'s' * (len(thresholds) > 1)}, {bars}." if thresholds else ""),
         "",
         table(
             [
@@ -58,25 +59,35 @@ def learn_env(s) -> list:
     if s["reach"]:
         lines += [
             f"Wall-clock to learn: seconds from the start of train() until an iteration's mean return first reaches "
-            f"{threshold:g}, IQM over the runs that reach it with its {CONFIDENCE:.0%} stratified-bootstrap interval; "
-            "the same without setup and iteration 0 (compilation); and the share of runs that reach it (Wilson interval). "
-            "The interpreter's start and the imports come before train() and are not counted.",
-            "",
-            table(
-                ["variant", "runs", "reach it [95% CI]", "seconds to it [95% CI]", "without setup and iteration 0 [95% CI]"],
-                [
-                    [
-                        r["variant"],
-                        r["runs"],
-                        with_interval(r["share_reached"], *r["share_reached_ci"], 2),
-                        reach_cell(r, "seconds"),
-                        reach_cell(r, "seconds_after_iteration_0"),
-                    ]
-                    for r in s["reach"]
-                ],
-            ),
+            f"the threshold ({bars}), IQM over the runs that reach it with its {CONFIDENCE:.0%} stratified-bootstrap "
+            "interval; the same without setup and iteration 0 (compilation); and the share of runs that reach it "
+            "(Wilson interval). The interpreter's start and the imports come before train() and are not counted.",
             "",
         ]
+        for threshold in thresholds:
+            lines += [
+                table(
+                    [
+                        "variant",
+                        "runs",
+                        f"reach {threshold:g} [95% CI]",
+                        "seconds to it [95% CI]",
+                        "without setup and iteration 0 [95% CI]",
+                    ],
+                    [
+                        [
+                            r["variant"],
+                            r["runs"],
+                            with_interval(r["share_reached"], *r["share_reached_ci"], 2),
+                            reach_cell(r, "seconds"),
+                            reach_cell(r, "seconds_after_iteration_0"),
+                        ]
+                        for r in s["reach"]
+                        if r["threshold"] == threshold
+                    ],
+                ),
+                "",
+            ]
     if s["pairs"]:
         lines += [
             "The same probability between the variants that differ by one thing (the same runs)"

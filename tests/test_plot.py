@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT, in_background
 
 sys.path.insert(0, str(ROOT))  # report/: `python plot.py` finds it beside plot.py, a test loading plot.py by path here
-from report import learning, records, timing  # noqa: E402
+from report import learning, learning_markdown, records, timing  # noqa: E402
 
 spec = importlib.util.spec_from_file_location("benchback_plot", ROOT / "plot.py")
 plot = importlib.util.module_from_spec(spec)
@@ -494,6 +494,23 @@ def test_time_to_threshold_counts_from_the_start_of_train_and_leaves_out_runs_th
     assert row["share_reached_ci"][0] < 0.75 < row["share_reached_ci"][1]
     assert row["seconds"] == pytest.approx(2 + 2.0 + 2.0)  # setups 1, 2, 3: the IQM of 5, 6, 7 is 6
     assert row["seconds_after_iteration_0"] == pytest.approx(2.0) and row["seconds_ci"][0] <= 6 <= row["seconds_ci"][1]
+
+
+def test_an_environment_with_two_thresholds_gets_the_time_to_each(monkeypatch):
+    monkeypatch.setitem(learning.THRESHOLDS, "Breakout-MinAtar", (8.0, 6.0))
+    runs = [  # 6 first reached at iteration 2, 8 at iteration 4 by seeds 1-3; seed 4 holds below 8
+        records.Run(
+            "learn", "torch", "Breakout-MinAtar", "s", seed, 32, learn_record("torch", seed, returns, env="Breakout-MinAtar")
+        )
+        for seed, returns in [(s, [1.0, 4.0, 6.5, 7.0, 9.0]) for s in (1, 2, 3)] + [(4, [1.0, 4.0, 6.5, 6.4, 6.4])]
+    ]
+    section = learning.learn("Breakout-MinAtar", runs)
+    reach = {r["threshold"]: r for r in section["reach"]}
+    assert sorted(reach) == [6.0, 8.0]
+    assert (reach[8.0]["reached"], reach[6.0]["reached"]) == (3, 4)
+    assert reach[8.0]["seconds"] == pytest.approx(1 + 2 + 4 * 0.5) and reach[6.0]["seconds"] == pytest.approx(1 + 2 + 2 * 0.5)
+    text = "\n".join(learning_markdown.learn_env(section))
+    assert "reach 8 [95% CI]" in text and "reach 6 [95% CI]" in text and "thresholds, 8 and 6" in text
 
 
 def test_learning_is_compared_on_each_environment_with_its_own_threshold(tmp_path):
