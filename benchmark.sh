@@ -244,9 +244,20 @@ on_signal() {
   stop_run
   drop_cache  # --task's run; the sweep's slots drop their own
   [[ -z $MSG ]] || rm -rf "$MSG"
-  local what="run in flight was"; ((JOBS == 1)) || what="runs in flight were"
+  # A run may have written its record and been stopped while its process exited: that record is whole, and kept.
+  local s name kept=() what="run in flight was"; ((JOBS == 1)) || what="runs in flight were"
+  for s in "${!SLOT_PID[@]}"; do
+    [[ -n ${SLOT_PID[s]} ]] || continue
+    name=$(name_of "${SLOT_RUN[s]}")
+    [[ $(record_status "$OUT/$name.json") != ok ]] || kept+=("$name")
+  done
   echo
-  echo "interrupted: the $what stopped and wrote nothing; rerun the same command to resume"
+  if ((${#kept[@]})); then
+    echo "interrupted: ${kept[*]} had finished (its record is kept), any other run in flight was stopped and wrote" \
+      "nothing; rerun the same command to resume"
+  else
+    echo "interrupted: the $what stopped and wrote nothing; rerun the same command to resume"
+  fi
   summary
   exit 130
 }

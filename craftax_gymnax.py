@@ -15,7 +15,6 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
-from craftax.craftax_env import make_craftax_env_from_name
 from gymnax.environments import spaces
 
 # Craftax's symbolic environments (the pixel ones render textures: not what a benchmark of frameworks needs)
@@ -59,5 +58,7 @@ class CraftaxGymnax:
 
 def make(env_id: str):
     """Like gymnax.make: the environment and its default parameters."""
+    from craftax.craftax_env import make_craftax_env_from_name  # here: ENV_IDS is read where craftax is not installed
+
     env = CraftaxGymnax(make_craftax_env_from_name(env_id, auto_reset=False))
     return env, env.default_params

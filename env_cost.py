@@ -79,6 +79,14 @@ def measure(env_id: str, num_envs: int, steps: int, calls: int, seed: int = 0) -
     }
 
 
+def installed_version(name: str):
+    """The package's version, or None where it is not installed (craftax: needed for Craftax's environments only)."""
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def bad_env(env_ids) -> str:
     """Why the first of `env_ids` that the scripts cannot train (not a gymnax environment with discrete actions,
     nor a Craftax one their adapter takes) cannot be run, or ''. benchmark.sh checks --envs with it too."""
@@ -89,8 +97,10 @@ def bad_env(env_ids) -> str:
 
     known = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]  # that one downloads MNIST when built
     for env_id in env_ids:
-        if env_id in CRAFTAX:
-            continue  # discrete actions, all of them
+        if env_id in CRAFTAX:  # discrete actions, all of them
+            if installed_version("craftax") is None:
+                return f"{env_id} needs the craftax package, which is not installed (requirements.txt pins it)"
+            continue
         if env_id not in known:
             return f"unknown environment '{env_id}'; ids: {', '.join([*known, *CRAFTAX])}"
         env, params = make(env_id)
@@ -141,7 +151,7 @@ def main(argv=None) -> int:
             },
             "versions": {
                 "python": platform.python_version(),
-                **{n: importlib.metadata.version(n) for n in ("jax", "jaxlib", "gymnax", "craftax")},
+                **{n: installed_version(n) for n in ("jax", "jaxlib", "gymnax", "craftax")},
             },
         }
     )

@@ -283,6 +283,25 @@ def test_a_real_sweep_writes_its_record_then_resumes_and_plots(background):
     assert (run.out / "summary.md").exists()
 
 
+def test_a_run_stopped_after_writing_its_record_keeps_it_and_the_sweep_says_so(tmp_path):
+    """A signal that comes while a finished run's process exits (a real one takes seconds to tear down): its record is
+    whole; the sweep keeps it and does not claim that the run wrote nothing."""
+    out = tmp_path / "out"
+    flags = ["bash", str(BENCHMARK), *FAKE_PLAN, "--out", str(out)]
+    env = {**os.environ, "PYTHON": fake_python(tmp_path), "FAKE_LINGER": "30"}
+    proc = subprocess.Popen(flags, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not run_files(out) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    stdout, _ = proc.communicate(timeout=60)
+    (name,) = run_files(out)
+    assert proc.returncode == 130, stdout
+    assert f"interrupted: {name[:-5]} had finished (its record is kept)" in stdout and "wrote nothing" in stdout
+    again = subprocess.run(flags, env={**env, "FAKE_LINGER": "0"}, capture_output=True, text=True, timeout=120)
+    assert summary(again.stdout)[1] == 1, again.stdout  # skipped as done
+
+
 def test_killed_sweep_resumes_with_every_run_exactly_once(tmp_path):
     out, repeats = tmp_path / "out", 6
     expected = expected_fake_names(repeats)

@@ -5,6 +5,9 @@ Compiling Craftax's step takes tens of seconds (it generates a world), so the de
 toy game written to craftax's API, against craftax's own auto-reset code, and -m slow on Craftax-Classic itself."""
 
 import functools
+import json
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -17,7 +20,8 @@ from flax import struct
 from gymnax.environments import spaces
 
 import craftax_gymnax
-from conftest import VARIANTS, load
+import env_cost
+from conftest import ROOT, VARIANTS, load
 
 ENV_ID = "Craftax-Classic-Symbolic-v1"
 
@@ -189,3 +193,18 @@ def test_every_script_takes_the_adapters_ids(variant):
         module.check_args(module.Args(env_id=env_id, cuda=False))
     with pytest.raises(module.UsageError, match="Craftax-Classic-Pixels-v1"):
         module.check_args(module.Args(env_id="Craftax-Classic-Pixels-v1", cuda=False))
+
+
+def test_env_cost_measures_gymnax_envs_without_craftax_and_names_it_for_a_craftax_id(tmp_path, monkeypatch):
+    """A GPU machine's own image may lack craftax: only a Craftax id needs it, and then says so in one line."""
+    out = tmp_path / "env_cost.json"
+    argv = ["env_cost.py", "CartPole-v1", "--out", str(out), "--steps", "10", "--calls", "3"]
+    blocked = f"import sys, runpy; sys.modules['craftax'] = None; sys.argv = {argv!r}; "  # import craftax fails
+    code = blocked + "runpy.run_path('env_cost.py', run_name='__main__')"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "CartPole-v1" in json.loads(out.read_text())["envs"], proc.stderr[-2000:]
+    monkeypatch.setattr(env_cost, "installed_version", lambda name: None)
+    assert (
+        env_cost.bad_env(["CartPole-v1", ENV_ID])
+        == f"{ENV_ID} needs the craftax package, which is not installed (requirements.txt pins it)"
+    )

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -134,6 +135,23 @@ def test_the_sleep_detector_decides_by_when_the_host_reached_the_final_sync(reac
     assert sleep_verdict(1.0, reached, returned, margin_s=0.5).startswith(expected)
 
 
+FILTER_JIT = gpu_check.RESULT_WAITS["eqx.filter_jit"]
+
+
+@pytest.mark.parametrize(
+    "waits, allowed, expected",
+    [
+        ((0.01,), FILTER_JIT, "ok (0.010 s of a 1.000 s sleep; first wait: eqx.filter_jit's own"),  # the call's end
+        ((1.01,), FILTER_JIT, "FAIL: the host reached its first wait (eqx.filter_jit's own wait for its result) 1.010 s"),
+        ((0.01,), None, "FAIL: the host waited for an array 1 time(s) before the final sync, first 0.010 s"),
+        ((0.01, 1.01), FILTER_JIT, "FAIL: the host waited for an array 2 time(s)"),  # a second call after a wait
+    ],
+)
+def test_a_wait_before_the_final_sync_fails_unless_it_is_the_one_its_jit_makes_and_comes_early(waits, allowed, expected):
+    """The final sync reached late, after the wait that ended the iteration: only the first wait's time counts."""
+    assert sleep_verdict(1.0, 1.02, 1.03, 0.5, waits, allowed).startswith(expected)
+
+
 def test_returns_agree_to_float_rounding_only():
     run = {"episodic_return": [21.5, None, 30.0], "final_return": 25.0}
     assert returns_differ(run, {"episodic_return": [21.5 * (1 + 1e-6), None, 30.0], "final_return": 25.0}) is None
@@ -179,6 +197,45 @@ def test_a_row_on_a_gpu_passes_when_every_check_does():
 def test_a_row_on_a_gpu_fails_on_any_check(run, blocking, failed):
     result = judge(TORCH, True, run, blocking)["result"]
     assert result.startswith("FAIL") and failed in result, result
+
+
+def test_asterix_reports_whether_the_detector_saw_the_while_loop_and_fails_on_everything_else():
+    asterix = next(row for row in rows_for(["jax_linen"]) if row.name == ASTERIX)
+    late = {**ON_GPU, "detector": "FAIL: the host reached the final sync 0.492 s into a 0.488 s sleep"}
+    cells = judge(asterix, True, late, ON_GPU)
+    assert cells["result"] == "ok" and cells["sleep detector"].startswith("seen: the host reached the final sync 0.492")
+    assert judge(asterix, True, ON_GPU, ON_GPU)["sleep detector"].startswith("not seen: ok (0.010 s")
+    assert "race" in judge(asterix, True, late, {**ON_GPU, "final_return": 26.0})["result"]
+    assert judge(Row("jax_linen", "jax_linen", {}), True, late, ON_GPU)["result"] == "FAIL: sleep detector"
+
+
+class CountingDetector(gpu_check.SleepDetector):
+    """The sleep detector without its sleep (which needs CUDA): arms where it would, and reports the waits it counted."""
+
+    def prepare(self):
+        pass
+
+    def arm(self, duration):
+        self.armed = time.perf_counter()
+
+    def verdict(self):
+        return {"waits": len(self.waits), "final sync reached": self.reached is not None}
+
+
+@pytest.mark.parametrize("variant, waits", [("jax_linen", 0), ("jax_nnx", 0), ("jax_equinox", 1)])
+def test_the_detector_counts_each_wait_for_an_array_in_the_last_iteration_of_a_real_script(monkeypatch, variant, waits):
+    """On the CPU, what the detector's hooks see of the scripts' last timed iteration: eqx.filter_jit waits for its
+    result once (the call that is the whole iteration), jax.jit and nnx's jit do not wait."""
+    if variant not in VARIANTS:
+        pytest.skip(f"variant script missing: {variant}")
+    spec = gpu_check.VARIANTS[variant]
+    assert gpu_check.RESULT_WAITS.get(spec.compiles) == (FILTER_JIT if waits else None)
+    monkeypatch.setattr(gpu_check, "SleepDetector", CountingDetector)
+    monkeypatch.setattr(gpu_check, "detector_skipped", lambda spec, gpu: None)
+    module = gpu_check.load(spec.script, f"counting_{variant}")
+    with gpu_check.sleep_detector(module, spec, gpu=True) as outcome:
+        module.train(module.Args(**gpu_check.SHORT))
+    assert outcome["verdict"] == {"waits": waits, "final sync reached": True}
 
 
 def test_each_row_runs_in_a_new_process_with_compile_caches_of_its_own_removed_afterwards(monkeypatch):
