@@ -332,7 +332,9 @@ def train(args: Args) -> dict:
         runner, losses = update(runner, batch, tx, args)
         return runner, {**stats, **losses}
 
-    # filter_jit traces the arrays among the arguments and holds everything else static (here tx and args)
+    # filter_jit traces the arrays among the arguments and holds everything else static (here tx and args). Unlike
+    # jax.jit it waits for its result before returning (it blocks on a marker output to raise Equinox's runtime errors:
+    # equinox/_jit.py), so a GPU cannot run ahead of the host; each call here ends a timed region, which waits anyway.
     collect_jit, update_jit = eqx.filter_jit(per_seed(collect)), eqx.filter_jit(per_seed(update))
     iteration_jit = eqx.filter_jit(per_seed(collect_and_update))
 
