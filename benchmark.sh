@@ -65,7 +65,7 @@ Options:
   --timeout SECONDS    per-run time limit (default: the preset's)
   --retry-failed       rerun runs whose record is a failure record (default: keep it, skip the run)
   --dry-run            print the plan and what is already done; run nothing
-  --part I             run part I of the preset's plan alone (gpu: 1..10): the plan cut, in its order, into parts
+  --part I             run part I of the preset's plan alone (gpu: 1..14): the plan cut, in its order, into parts
                        of whole blocks and about as many runs, to run in sittings; --dry-run without it lists them
   --list               print the plan, one "INDEX NAME" line per run (indices 1..N); run nothing
   --task I             run the plan's run I alone: skipped if its record exists (or another process
@@ -133,12 +133,12 @@ check_out() {
   [[ -z $bad ]] || die "--out $OUT cannot be written: $bad"
 }
 
-# check_same_cpu: no runs added to an OUT whose CPU timings came from another CPU model: a sweep resumed there
-# would pair, in one block, runs timed on two machines.
-check_same_cpu() {
+# check_same_machine: no runs added to an OUT whose timings came from another CPU model or another GPU: a sweep
+# resumed there would pair, in one block, runs timed on two machines.
+check_same_machine() {
   local found
-  found=$("$PYTHON" "$PLAN" other-cpu "$OUT") || return 0
-  [[ -z $found ]] || die "$OUT holds CPU timings of another CPU model ($found): give another --out"
+  found=$("$PYTHON" "$PLAN" other-machine "$OUT") || return 0
+  [[ -z $found ]] || die "$OUT holds timings from another machine ($found): give another --out"
 }
 
 # ---------------------------------------------------------------- one run
@@ -374,7 +374,7 @@ main() {
   if ((GPU_CHECK)); then "$PYTHON" "$ROOT/bench/gpu_check.py" --variants "$(IFS=,; echo "${VARIANTS[*]}")"; return; fi
   if ((LIST)); then printf '%s' "$LISTING"; return 0; fi
   if ((SLURM)); then "$PYTHON" "$ROOT/bench/slurm.py" "$ROOT/benchmark.sh" "$PYTHON" "$@"; return; fi
-  ((DRY_RUN)) || check_same_cpu
+  ((DRY_RUN)) || check_same_machine
   if [[ -n $TASK ]]; then run_task; else sweep; fi
 }
 

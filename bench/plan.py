@@ -9,7 +9,7 @@ benchmark.sh runs the plan (one runner for the serial sweep and --jobs, --task),
     python bench/plan.py failure FILE REASON CODE SECONDS LIMIT STDERR_FILE COMMAND...   # a run's failure record
     python bench/plan.py check-envs ENV...             # why an --envs id cannot be run, or nothing
     python bench/plan.py check-out OUT                 # why OUT cannot be written, or nothing (creates nothing)
-    python bench/plan.py other-cpu OUT                 # a CPU record in OUT from another CPU model, or nothing
+    python bench/plan.py other-machine OUT             # a record in OUT from another CPU model or GPU, or nothing
 
 A refused argument is one line on stderr, "benchmark.sh: ...", and exit code 2.
 """
@@ -25,7 +25,7 @@ from types import SimpleNamespace
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from load_script import out_problem  # noqa: E402
 from presets import EXPERIMENTS, FULL, HIDDEN, PRESETS, TIMED, AllBut  # noqa: E402
-from run_records import other_cpu, record_status, write_failure  # noqa: E402
+from run_records import other_machine, record_status, write_failure  # noqa: E402
 from variants import ROOT, VariantError, discover, modules, scripts  # noqa: E402
 
 
@@ -205,7 +205,8 @@ def make_plan(p: dict, variants: list) -> list:
     innermost loop of every experiment: the runs a speedup compares follow each other, so a shared machine's slow
     spells (tens of percent here) fall on both sides of a ratio. Each seed of a cell is one such block, and the
     variants' order rotates from block to block, so that no variant always runs first after a pause (or after a
-    run that leaves the machine warm)."""
+    run that leaves the machine warm). A preset with whole_cells reorders the blocks: every seed of a cell, then the
+    next cell (by size, env and experiment), each block as it was."""
     by_name = {v.name: v for v in variants}  # the scripts and their settings (jax_nnx+nocache)
     settings_of = {}  # each script's settings in this plan
     for v in variants:
@@ -236,16 +237,21 @@ def make_plan(p: dict, variants: list) -> list:
             for size in allowed(exp, "sizes", p["sizes"]):
                 if permits(restrict, size, "envs", env):
                     iterations = p["iterations_in"].get(env, p["iterations_at"].get(size, p["iterations"]))
-                    block(exp, env, size, seed, iteration["num_envs"], iterations, flags, allowed(exp, "variants", names))
+                    block(exp, env, size, seed, iteration["num_envs"], iterations, flags, names)
 
     names = p["variants"]
+    beside = {v: [s for s in settings_of.get(v, []) if by_name[s].gpu_only] for v in names}  # in settings_beside
     for seed in range(1, p["repeats"] + 1):
         for exp in p["experiments"]:
             if exp in ("overall", "sync"):
-                grid(exp, seed, ["--sync-timing"] if exp == "sync" else [], names)
+                chosen = allowed(exp, "variants", names)
+                if exp in p["settings_beside"]:
+                    chosen = [n for v in chosen for n in (v, *beside[v])]
+                grid(exp, seed, ["--sync-timing"] if exp == "sync" else [], chosen)
             elif exp == "compile":  # each script with a setting (compilation off, CUDA graphs) and its settings, in blocks
-                for v in names:
-                    if v in settings_of:
+                for v in allowed(exp, "variants", names):
+                    ran = beside[v] if "overall" in p["settings_beside"] else []
+                    if v in settings_of and set(settings_of[v]) - set(ran):
                         grid(exp, seed, [], [v, *settings_of[v]])
             elif exp == "scaling":
                 for n in p["scaling_num_envs"]:
@@ -259,6 +265,13 @@ def make_plan(p: dict, variants: list) -> list:
             else:  # learn: each script's defaults
                 for env in p["learn_envs"]:
                     block(exp, env, "s", seed, None, None, [], allowed(exp, "variants", names))
+    if p["whole_cells"]:
+        order = {size: i for i, size in enumerate(p["sizes"])}, {env: i for i, env in enumerate(p["envs"])}
+
+        def cell(run):  # (size, env, experiment); a sort is stable, so seeds and blocks keep their order
+            return order[0].get(run[6], len(order[0])), order[1].get(run[2], len(order[1])), p["experiments"].index(run[5])
+
+        runs.sort(key=cell)
     return runs
 
 
@@ -438,8 +451,8 @@ def main(argv=None) -> int:
         print(bad_env(rest))
     elif command == "check-out":  # as every tool checks its --out
         print(out_problem(rest[0], directory=True))
-    elif command == "other-cpu":
-        print(other_cpu(rest[0]) if os.path.isdir(rest[0]) else "")
+    elif command == "other-machine":
+        print(other_machine(rest[0]) if os.path.isdir(rest[0]) else "")
     else:
         print(f"bench/plan.py: unknown command {command!r} (see its docstring)", file=sys.stderr)
         return 2

@@ -40,7 +40,10 @@ class AllBut(tuple):
 # as the others); iterations_at[SIZE]: a size's iterations, iterations_in[ENV] an env's (at every size, before
 # iterations_at). for_gpu: a preset meant for a GPU, whose plan holds the settings only a GPU runs
 # (bench/variants.py; left out of a sweep on a machine without one) and whose estimate is derived for a GPU
-# (bench/run_costs.py). parts: how many parts --part cuts the plan into.
+# (bench/run_costs.py). parts: how many parts --part cuts the plan into. settings_beside: the experiments whose
+# blocks hold the GPU-only settings beside every variant (so the answer has torch's best against Linen), which the
+# compile experiment then leaves out. whole_cells: every seed of a cell before the next cell, cells by size, then
+# env, then experiment, so that a sweep stopped early (a lent GPU's lease) holds whole cells with intervals.
 FULL = {
     "envs": STUDY_ENVS,
     "sizes": ["s", "m", "l"],
@@ -64,6 +67,8 @@ FULL = {
     "gpu_check": False,
     "for_gpu": False,
     "parts": 1,
+    "settings_beside": [],
+    "whole_cells": False,
 }
 PRESETS = {
     # A smoke test of the sweep and of every figure: a tiny iteration, so process start-up and compilation
@@ -120,16 +125,17 @@ PRESETS = {
         "timeout": 1200,
     },
     "full": {"for_gpu": True},  # the original study's GPU sweep
-    # The headline questions on one GPU, in 10 parts of under 10 minutes each (--part 1 .. --part 10, each resumed
+    # The headline questions on one GPU, in 14 parts of under 10 minutes each (--part 1 .. --part 14, each resumed
     # like any sweep; docs/sweep.md): model size, s, m and l on CartPole-v1 and Breakout-MinAtar (a cheap env and a
-    # dear one); rollout vs update (sync) and the compile experiment's settings (NNX without cached_partial,
-    # torch.compile with CUDA graphs) at s on both; 3 seeds (blocks). 11 iterations: a steady time over 10, on a GPU
-    # held alone. linen_nojit is left out: eager, it dispatches every op from Python, and what jit buys is answered
-    # on the CPU. Every run starts a process and compiles from cold: those seconds, not the iterations, make most of
-    # its time (--dry-run: its estimate from CPU costs; docs/sweep.md).
+    # dear one), torch.compile with CUDA graphs in every block beside the other variants; rollout vs update (sync)
+    # and NNX without cached_partial at s on both; 3 seeds (blocks). Whole cells first, size s first: the first parts
+    # answer CartPole-v1 at s with intervals, as a lent GPU's first quarter hour can. 11 iterations: a steady time
+    # over 10, on a GPU held alone. linen_nojit is left out: eager, it dispatches every op from Python, and what jit
+    # buys is answered on the CPU. Every run starts a process and compiles from cold: those seconds, not the
+    # iterations, make most of its time (--dry-run: its estimate from CPU costs; docs/sweep.md).
     "gpu": {
         "for_gpu": True,
-        "parts": 10,
+        "parts": 14,
         "envs": BOTH,
         "experiments": ["overall", "sync", "compile"],
         "iterations": 11,
@@ -140,6 +146,8 @@ PRESETS = {
             "sync:variants": AllBut(["linen_nojit"]),
         },
         "timeout": 300,  # five times a torch_compile run's estimate: a hung run costs a part little
+        "settings_beside": ["overall"],
+        "whole_cells": True,
     },
     # Each script's default config (819200 steps) on CartPole-v1 and Acrobot-v1, seeds 1-10: enough for rliable's
     # interval estimates (plot.py). On 2 CPU cores a run takes about 20 s (JAX) or 50-75 s (torch, torch_compile),

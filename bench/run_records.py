@@ -1,10 +1,10 @@
 """A sweep's records, for bench/plan.py: whether a run's record is done, the failure record of a run that failed, and
-the check made before a sweep that a CPU model other than this machine's has no records in its directory (its --envs:
-env_cost.bad_env)."""
+the check made before a sweep that no other machine (another CPU model, another GPU) has records in its directory."""
 
 import json
 import os
 import platform
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -62,15 +62,33 @@ def cpu_model() -> str:
     return model
 
 
-def other_cpu(out: str) -> str:
-    """A record in `out` timed on a CPU model other than this machine's, named with both models, or ''."""
-    here = cpu_model()
+def gpu_names() -> list:
+    """The names of this machine's GPUs, as nvidia-smi gives them (the scripts record the same name); none without it."""
+    try:
+        listed = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True)
+    except OSError:
+        return []
+    # Without a GPU (or its driver), nvidia-smi says so on stdout and fails: no name then.
+    return [line.strip() for line in listed.stdout.splitlines() if line.strip()] if listed.returncode == 0 else []
+
+
+def other_machine(out: str) -> str:
+    """A record in `out` timed on another machine than this one, named with both, or '': on a CPU, another CPU
+    model; on a GPU, a GPU this machine does not have, or another CPU beside it (the host dispatches every kernel)."""
+    here, gpus = cpu_model(), None
     for path in Path(out).rglob("*.json"):
         try:
             record = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        model = (record.get("cpu") or {}).get("model") if isinstance(record, dict) and record.get("device") == "cpu" else None
+        if not isinstance(record, dict) or record.get("device") is None:
+            continue  # not a run's record (env_cost.json, handover.json, a failure record)
+        model = (record.get("cpu") or {}).get("model")
+        gpu = (record.get("gpu") or {}).get("name") if record["device"] != "cpu" else None
+        if gpu:
+            gpus = gpu_names() if gpus is None else gpus
+            if gpu not in gpus:
+                return f"{path.name} was timed on an {gpu}, and this machine has {', '.join(gpus) or 'no GPU'}"
         if model not in (None, here):
             return f"{path.name} was timed on {model}, and this machine is {here}"
     return ""

@@ -430,13 +430,42 @@ def test_a_sweep_is_not_resumed_on_another_cpu_model(tmp_path):
     earlier.write_text(json.dumps({"status": "ok", "device": "cpu", "cpu": {"model": "Imaginary CPU (family 0, model 0)"}}))
     refused = sweep(*FAKE_PLAN, "--out", str(out), env={"PYTHON": python})
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
-    assert "another CPU model" in refused.stderr and "Imaginary CPU" in refused.stderr
+    assert "another machine" in refused.stderr and "Imaginary CPU" in refused.stderr
     assert [p.name for p in out.rglob("*.json")] == [earlier.name]
     here = load("jax_linen").cpu_info()["model"]
     earlier.write_text(json.dumps({"status": "ok", "device": "cpu", "cpu": {"model": here}}))
     resumed = sweep(*FAKE_PLAN, "--out", str(out), env={"PYTHON": python})
     assert resumed.returncode == 0, resumed.stderr
     assert {p for p in run_files(out)} >= expected_fake_names(1)
+
+
+@pytest.mark.parametrize(
+    "listed, resumed",
+    [
+        (None, False),  # nvidia-smi finds no GPU
+        ("NVIDIA H200", False),
+        ("NVIDIA H100 80GB HBM3", True),
+    ],
+)
+def test_a_gpu_sweep_is_resumed_on_the_same_gpu_only(tmp_path, listed, resumed):
+    """GPU records (a lent machine's kind is drawn by chance) are resumed only where nvidia-smi lists their GPU."""
+    out, python = tmp_path / "out", fake_python(tmp_path)
+    earlier = out / "overall" / "jax_linen__CartPole-v1__s__seed9.json"
+    earlier.parent.mkdir(parents=True)
+    here, gpu = load("jax_linen").cpu_info()["model"], "NVIDIA H100 80GB HBM3"
+    earlier.write_text(json.dumps({"status": "ok", "device": gpu, "cpu": {"model": here}, "gpu": {"name": gpu}}))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    answer = f"echo '{listed}'" if listed else "echo 'No devices were found'; exit 6"
+    (bin_dir / "nvidia-smi").write_text(f"#!/bin/sh\n{answer}\n")
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    env = {"PYTHON": python, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "CUDA_VISIBLE_DEVICES": ""}
+    proc = sweep(*FAKE_PLAN, "--out", str(out), env=env)
+    if resumed:
+        assert proc.returncode == 0 and {p for p in run_files(out)} >= expected_fake_names(1), proc.stderr
+    else:
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert f"was timed on an {gpu}, and this machine has {listed or 'no GPU'}" in proc.stderr
 
 
 def test_the_cpu_preset_plans_both_axes_and_tells_its_cost_first(tmp_path):
@@ -561,6 +590,11 @@ def test_the_gpu_preset_plans_its_parts_and_labels_its_estimate_as_from_cpu_cost
     assert {key[1:] for key in cells if key[0] == "sync"} == {(v, e, "s") for v in timing for e in both}
     # compile: NNX's setting beside it; torch_compile's needs the GPU this machine lacks, so its block is not planned
     assert {key[1:3] for key in cells if key[0] == "compile"} == {(v, e) for v in ("jax_nnx", "jax_nnx+nocache") for e in both}
+    # Whole cells, size s first: each cell's runs (every seed) follow each other, so its first part answers
+    # CartPole-v1 at s with intervals.
+    order = [key for key, _ in itertools.groupby(names, key=lambda name: (name.split("/")[0], *name.split("__")[1:3]))]
+    assert len(order) == len(set(order)) and order[0] == ("overall", "CartPole-v1", "s")
+    assert [size for _, _, size in order] == sorted((size for _, _, size in order), key="sml".index)
 
     # Its parts tile the plan in order, each of whole blocks; --part K plans part K alone.
     parts = [tuple(map(int, p)) for p in re.findall(r"^  --part (\d+): runs (\d+)-(\d+), estimated ", proc.stdout, re.M)]
@@ -584,8 +618,13 @@ def test_a_gpu_only_setting_runs_beside_its_script_on_a_gpu_and_keeps_its_index_
     assert "needs a GPU" not in gpu.stdout
     names = listing(gpu.stdout)
     blocks = [{name.split("/")[1].split("__")[0] for name in group} for _, group in itertools.groupby(names, key=block_of)]
-    graphs = [b for b in blocks if "torch_compile+graphs" in b]
-    assert graphs and all(b == {"torch_compile", "torch_compile+graphs"} for b in graphs)  # in the compile experiment
+    # CUDA graphs beside every variant in every overall block (the answer's torch at its best), so the compile
+    # experiment has no torch_compile block of its own
+    experiments = [key[0] for key, _ in itertools.groupby(names, key=block_of)]
+    graphs = [exp for exp, b in zip(experiments, blocks) if "torch_compile+graphs" in b]
+    assert graphs and set(graphs) == {"overall"} and len(graphs) == experiments.count("overall")
+    assert all({"jax_linen", "torch_compile"} < b for exp, b in zip(experiments, blocks) if exp == "overall")
+    assert not any("torch_compile" in b for exp, b in zip(experiments, blocks) if exp == "compile")
     # Each part, graphs included, under the 10 minutes of a sitting by the estimate (from CPU costs).
     for hours, minutes in re.findall(r"^  --part \d+: runs \d+-\d+, estimated (\d+):(\d\d) \(h:mm\)", gpu.stdout, re.M):
         assert int(hours) * 60 + int(minutes) < 10

@@ -454,6 +454,28 @@ def test_the_answer_finds_a_gap_that_grows_with_the_model_per_cell_and_per_size(
     assert verdict == "slower than jax_linen"
 
 
+def test_a_setting_in_the_references_blocks_gets_its_row_in_the_answer(tmp_path):
+    """The gpu preset runs torch.compile with CUDA graphs in every overall block: the answer gives that setting a row,
+    with its interval, beside torch_compile's. A setting that never shares a block with Linen (NNX without
+    cached_partial, in the compile experiment) gets none."""
+    d = tmp_path / "sweep"
+    for seed in (1, 2, 3):
+        truth = (("jax_linen", 1), ("torch_compile", 2.0 * NOISE[seed]), ("torch_compile+graphs", 1.2 * NOISE[seed + 1]))
+        for variant, factor in truth:
+            rec = record("overall", variant, "CartPole-v1", "s", seed, total=1, iteration=0.1 * DRIFT[seed] * factor)
+            rec["args"]["cuda_graphs"] = variant.endswith("+graphs")
+            write(d, f"overall/{variant}__CartPole-v1__s__seed{seed}.json", rec)
+        for variant in ("jax_nnx", "jax_nnx+nocache"):
+            rec = record("compile", variant, "CartPole-v1", "s", seed, total=1, iteration=0.1 * DRIFT[seed])
+            write(d, f"compile/{variant}__CartPole-v1__s__seed{seed}.json", rec)
+    assert plot.main([str(d)]) == 0
+    answer = {(r["variant"], r["env"]): r for r in json.loads((d / "summary.json").read_text())["answer"]}
+    graphs = answer["torch_compile+graphs", None]
+    assert graphs["n_blocks"] == 3 and graphs["ci_low"] <= 1.2 * 1.1 and graphs["ci_high"] >= 1.2 / 1.1
+    assert graphs["verdict"] == "slower than jax_linen" and answer["torch_compile", None]["ratio"] > graphs["ratio"]
+    assert {variant for variant, _ in answer} == {"torch_compile", "torch_compile+graphs"}
+
+
 def test_craftax_is_pooled_apart_from_the_gymnax_environments(tmp_path):
     """torch takes 3x Linen's time on two gymnax envs and 0.8x on Craftax: per size, one pooled row per suite, each
     with its own ratio; none over both."""
