@@ -63,7 +63,8 @@ def cpu_model() -> str:
 
 
 def gpu_names() -> list:
-    """The names of this machine's GPUs, as nvidia-smi gives them (the scripts record the same name); none without it."""
+    """This machine's GPUs' names as nvidia-smi gives them, none without it. The scripts record jax's device_kind or
+    torch's device name: on the H100 seen here all three were "NVIDIA H100 80GB HBM3"."""
     try:
         listed = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True)
     except OSError:
