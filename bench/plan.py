@@ -241,6 +241,7 @@ def make_plan(p: dict, variants: list) -> list:
 
     names = p["variants"]
     beside = {v: [s for s in settings_of.get(v, []) if by_name[s].gpu_only] for v in names}  # in settings_beside
+    in_overall = "overall" in p["settings_beside"] and "overall" in p["experiments"]  # then not in compile
     for seed in range(1, p["repeats"] + 1):
         for exp in p["experiments"]:
             if exp in ("overall", "sync"):
@@ -250,7 +251,7 @@ def make_plan(p: dict, variants: list) -> list:
                 grid(exp, seed, ["--sync-timing"] if exp == "sync" else [], chosen)
             elif exp == "compile":  # each script with a setting (compilation off, CUDA graphs) and its settings, in blocks
                 for v in allowed(exp, "variants", names):
-                    ran = beside[v] if "overall" in p["settings_beside"] else []
+                    ran = beside[v] if in_overall else []
                     if v in settings_of and set(settings_of[v]) - set(ran):
                         grid(exp, seed, [], [v, *settings_of[v]])
             elif exp == "scaling":

@@ -611,6 +611,16 @@ def test_the_gpu_preset_plans_its_parts_and_labels_its_estimate_as_from_cpu_cost
     assert not out.exists()
 
 
+def test_the_gpu_presets_compile_experiment_alone_still_runs_cuda_graphs(tmp_path):
+    """CUDA graphs leave the compile experiment only where they run in the overall blocks: asked for alone, the
+    compile experiment runs torch_compile beside them."""
+    flags = ["--preset", "gpu", "--experiments", "compile", "--dry-run", "--out", str(tmp_path / "out")]
+    proc = sweep(*flags, env=machine(tmp_path / "gpu", gpus=["0"]))
+    assert proc.returncode == 0, proc.stderr
+    variants = {name.split("/")[1].split("__")[0] for name in listing(proc.stdout)}
+    assert variants == {"jax_nnx", "jax_nnx+nocache", "torch_compile", "torch_compile+graphs"}
+
+
 def test_a_gpu_only_setting_runs_beside_its_script_on_a_gpu_and_keeps_its_index_everywhere(tmp_path):
     flags = ["--preset", "gpu", "--out", str(tmp_path / "out")]
     gpu = sweep(*flags, "--dry-run", env=machine(tmp_path / "gpu", gpus=["0"]))
