@@ -240,19 +240,18 @@ def make_plan(p: dict, variants: list) -> list:
                     block(exp, env, size, seed, iteration["num_envs"], iterations, flags, names)
 
     names = p["variants"]
-    beside = {v: [s for s in settings_of.get(v, []) if by_name[s].gpu_only] for v in names}  # in settings_beside
-    in_overall = "overall" in p["settings_beside"] and "overall" in p["experiments"]  # then not in compile
+    in_overall = p["settings_in_overall"] and "overall" in p["experiments"]  # then not in the compile experiment
+    beside = {v: [s for s in settings_of.get(v, []) if by_name[s].gpu_only] if in_overall else [] for v in names}
     for seed in range(1, p["repeats"] + 1):
         for exp in p["experiments"]:
             if exp in ("overall", "sync"):
                 chosen = allowed(exp, "variants", names)
-                if exp in p["settings_beside"]:
+                if exp == "overall":
                     chosen = [n for v in chosen for n in (v, *beside[v])]
                 grid(exp, seed, ["--sync-timing"] if exp == "sync" else [], chosen)
             elif exp == "compile":  # each script with a setting (compilation off, CUDA graphs) and its settings, in blocks
                 for v in allowed(exp, "variants", names):
-                    ran = beside[v] if in_overall else []
-                    if v in settings_of and set(settings_of[v]) - set(ran):
+                    if set(settings_of.get(v, [])) - set(beside[v]):  # a setting the overall blocks did not run
                         grid(exp, seed, [], [v, *settings_of[v]])
             elif exp == "scaling":
                 for n in p["scaling_num_envs"]:

@@ -40,9 +40,9 @@ class AllBut(tuple):
 # as the others); iterations_at[SIZE]: a size's iterations, iterations_in[ENV] an env's (at every size, before
 # iterations_at). for_gpu: a preset meant for a GPU, whose plan holds the settings only a GPU runs
 # (bench/variants.py; left out of a sweep on a machine without one) and whose estimate is derived for a GPU
-# (bench/run_costs.py). parts: how many parts --part cuts the plan into. settings_beside: the experiments whose
-# blocks hold the GPU-only settings beside every variant (so the answer has torch's best against Linen), which the
-# compile experiment then leaves out. whole_cells: every seed of a cell before the next cell, cells by size, then
+# (bench/run_costs.py). parts: how many parts --part cuts the plan into. settings_in_overall: the overall
+# experiment's blocks hold the GPU-only settings beside every variant (so the answer has torch's best against Linen),
+# and the compile experiment, when overall runs, leaves them out. whole_cells: every seed of a cell before the next cell, cells by size, then
 # env, then experiment, so that a sweep stopped early (a lent GPU's lease) holds whole cells with intervals.
 FULL = {
     "envs": STUDY_ENVS,
@@ -67,7 +67,7 @@ FULL = {
     "gpu_check": False,
     "for_gpu": False,
     "parts": 1,
-    "settings_beside": [],
+    "settings_in_overall": False,
     "whole_cells": False,
 }
 PRESETS = {
@@ -146,7 +146,7 @@ PRESETS = {
             "sync:variants": AllBut(["linen_nojit"]),
         },
         "timeout": 300,  # five times a torch_compile run's estimate: a hung run costs a part little
-        "settings_beside": ["overall"],
+        "settings_in_overall": True,
         "whole_cells": True,
     },
     # Each script's default config (819200 steps) on CartPole-v1 and Acrobot-v1, seeds 1-10: enough for rliable's
