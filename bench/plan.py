@@ -298,7 +298,8 @@ def load(argv: list) -> SimpleNamespace:
     # out; --list, --task and --slurm keep them, so that a run has the same index where it is listed or submitted as
     # on the GPU node that runs it.
     gpu_only = [v.name for v in variants if v.gpu_only] if p["for_gpu"] else []
-    left_out = gpu_only if sweep and gpu_only and not (devices or visible_gpus()) else []
+    on_gpu = p["for_gpu"] and bool(devices or visible_gpus())  # a plan for a GPU that runs on one (asks nvidia-smi)
+    left_out = gpu_only if sweep and gpu_only and not on_gpu else []
     planned = [v for v in variants if (p["for_gpu"] or not v.gpu_only) and v.name not in left_out]
     runs = [] if p["gpu_check"] else make_plan(p, planned)
     if a.task:
@@ -313,7 +314,16 @@ def load(argv: list) -> SimpleNamespace:
         check_jobs(runs, jobs or 1, devices)
     out = os.path.realpath(a.out or f"benchmark_out/{a.preset}")  # absolute: the runs get it in --json-out
     return SimpleNamespace(
-        args=a, p=p, variants=planned, runs=runs, devices=devices, jobs=jobs, sweep=sweep, out=out, left_out=left_out
+        args=a,
+        p=p,
+        variants=planned,
+        runs=runs,
+        devices=devices,
+        jobs=jobs,
+        sweep=sweep,
+        out=out,
+        left_out=left_out,
+        on_gpu=on_gpu,
     )
 
 
@@ -415,6 +425,8 @@ def plan_command(argv: list) -> int:
             f" ({n_done} already done), out {out}, per-run limit {p['timeout']}s{where}",
             f"  {estimate([runs[i] for i in todo], jobs, p['for_gpu'])}",
         ]
+        if p["for_gpu"] and not plan.on_gpu:  # a preset for a GPU, on a machine without one: what it costs here too
+            intro.append(f"  here, without a GPU: {estimate([runs[i] for i in todo], jobs, False)}")
         if plan.left_out:
             intro.append(f"  {', '.join(plan.left_out)}: needs a GPU, left out (none is visible here)")
         values["INTRO"] = "".join(f"{line}\n" for line in intro)

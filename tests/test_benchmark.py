@@ -572,11 +572,16 @@ def test_the_gpu_preset_plans_its_parts_and_labels_its_estimate_as_from_cpu_cost
     out = tmp_path / "out"
     proc = sweep("--preset", "gpu", "--dry-run", "--out", str(out), env=machine(tmp_path))  # a machine without a GPU
     assert proc.returncode == 0, proc.stderr
-    first, estimate, left_out = proc.stdout.splitlines()[:3]
+    first, estimate, here, left_out = proc.stdout.splitlines()[:4]
     total = int(re.search(r"preset gpu, (\d+) runs", first).group(1))
     assert re.fullmatch(
         rf"  estimated \d+:\d\d \(h:mm\) for {total} runs; estimate from CPU costs; a GPU will differ \(.+\)", estimate
     )
+    # and what it would cost on this machine, priced at each size's own CPU cost: more than the GPU's guess
+    hours = re.fullmatch(
+        rf"  here, without a GPU: estimated (\d+):(\d\d) \(h:mm\) for {total} runs, from runs measured on .+", here
+    )
+    assert hours and [int(x) for x in hours.groups()] > [int(x) for x in re.findall(r"(\d+):(\d\d)", estimate)[0]]
     assert left_out == "  torch_compile+graphs: needs a GPU, left out (none is visible here)"
     assert f"plan: {total} runs, 0 already done, {total} to run" in proc.stdout
     names = listing(proc.stdout)
