@@ -78,7 +78,8 @@ def test_every_flag_the_readme_quotes_is_one_its_program_accepts(background):
 
 
 def test_no_readme_sentence_sends_a_cpu_user_to_the_full_sweep():
-    """`bash benchmark.sh` alone is the GPU sweep: days on a CPU. The README may name it only as a GPU's."""
+    """`bash benchmark.sh` alone is the GPU sweep: a month on a CPU. The README may name it only as a GPU's, with
+    what it costs on a CPU."""
     for line in (ROOT / "README.md").read_text().splitlines():
         if re.search(r"`bash benchmark\.sh`", line):
-            assert "GPU" in line and "days on a CPU" in line, line
+            assert "GPU" in line and re.search(r"(days|weeks|a month|months) on a CPU", line), line
