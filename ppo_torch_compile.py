@@ -185,6 +185,32 @@ def step_envs(env, env_params, key, env_state, episode: EpisodeStats, action):
     return obs, env_state, episode, (reward, terminated, truncated, info["final_observation"]), finished
 
 
+def start_envs(env, env_params, key, num_envs: int, jax_device) -> Runner:
+    """num_envs environments reset from `key`: the Runner of the first rollout, its JAX state on jax_device."""
+    key, _, reset_key = jax.random.split(key, 3)  # as the JAX scripts split it: the same worlds
+    obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, num_envs), env_params)
+    # gymnax's reset leaves some fields weakly typed (MountainCar's velocity is jnp.array(0.0)) and a step
+    # makes them strong: a jitted step would trace and compile again on its second call. Strong from the start
+    # (Craftax's state also holds typed PRNG keys, which have no weak type).
+    env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if getattr(x, "weak_type", False) else x, env_state)
+    # JAX state committed to the device from the start: a change of placement would retrace env_step.
+    episode = EpisodeStats(jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32))
+    env_state, episode, key = jax.device_put((env_state, episode, key), jax_device)
+    return Runner(env_state, torch.from_dlpack(obs), episode, key)
+
+
+def jit_env_step(env, env_params):
+    """The JAX half of a rollout step as one compiled call: split the key, step the envs."""
+
+    @jax.jit
+    def env_step(key, env_state, episode, action):
+        key, step_key = jax.random.split(key)
+        obs, env_state, episode, outputs, finished = step_envs(env, env_params, step_key, env_state, episode, action)
+        return key, env_state, episode, obs, (*outputs, *finished)
+
+    return env_step
+
+
 # One array per field from a list of per-step tuples: one call, not one per step and field.
 stack_steps = jax.jit(lambda outputs: jax.tree.map(lambda *steps: jnp.stack(steps), *outputs))
 
@@ -334,31 +360,15 @@ def train(args: Args) -> dict:
     num_iterations = args.total_timesteps // batch_size
     grad_steps_per_iteration = args.update_epochs * args.num_minibatches
 
-    key, _, reset_key = jax.random.split(jax.random.key(args.seed), 3)  # as the JAX scripts split it: the same worlds
-    obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
-    # gymnax's reset leaves some fields weakly typed (MountainCar's velocity is jnp.array(0.0)) and a step
-    # makes them strong: a jitted step would trace and compile again on its second call. Strong from the start
-    # (Craftax's state also holds typed PRNG keys, which have no weak type).
-    env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if getattr(x, "weak_type", False) else x, env_state)
-    obs = torch.from_dlpack(obs)
+    runner = start_envs(env, env_params, jax.random.key(args.seed), args.num_envs, jax_device)
     torch.manual_seed(args.seed)
-    agent = Agent(obs[0].numel(), hidden, env.action_space(env_params).n).to(device)
+    agent = Agent(runner.obs[0].numel(), hidden, env.action_space(env_params).n).to(device)
     # The learning rate lives in a tensor that the schedule updates in place.
     lr = torch.tensor(args.learning_rate, device=device)
     # foreach Adam, which inductor compiles into the update (fused is opaque to dynamo); capturable for a tensor lr
     optimizer = torch.optim.Adam(agent.parameters(), lr=lr, eps=1e-5, foreach=True, capturable=True)
-    # JAX state committed to the device from the start: a change of placement would retrace env_step.
-    episode = EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
-    env_state, episode, key = jax.device_put((env_state, episode, key), jax_device)
-    runner = Runner(env_state, obs, episode, key)
+    env_step = jit_env_step(env, env_params)
     handed_over = []  # buffers handed between the frameworks in this iteration (see rollout)
-
-    @jax.jit
-    def env_step(key, env_state, episode, action):
-        """The JAX half of a rollout step, one call: split the key, step the envs."""
-        key, step_key = jax.random.split(key)
-        obs, env_state, episode, outputs, finished = step_envs(env, env_params, step_key, env_state, episode, action)
-        return key, env_state, episode, obs, (*outputs, *finished)
 
     # CUDA graphs are what reduce-overhead adds to default, and max-autotune to max-autotune-no-cudagraphs
     # (torch.compile's docstring): one launch replays a whole compiled function, where each kernel was launched alone.

@@ -31,25 +31,13 @@ from load_script import check_out, load, write_atomic  # noqa: E402
 def rollout_floor(module, env_id: str, num_envs: int, num_steps: int, iterations: int, devices) -> dict:
     """Seconds per rollout of `module`'s rollout() without a network, as its train() sets the rollout up."""
     import jax
-    import jax.numpy as jnp
     import torch
 
     args = module.Args(env_id=env_id, num_envs=num_envs, num_steps=num_steps)
     device, jax_device = devices
     env, env_params = module.make_env(env_id)
-    key, _, reset_key = jax.random.split(jax.random.key(0), 3)  # as ppo_torch.py's train() sets its runner up
-    obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, num_envs), env_params)
-    env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if getattr(x, "weak_type", False) else x, env_state)
-    episode = module.EpisodeStats(jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32))
-    env_state, episode, key = jax.device_put((env_state, episode, key), jax_device)
-    runner = module.Runner(env_state, torch.from_dlpack(obs), episode, key)
-
-    @jax.jit
-    def env_step(key, env_state, episode, action):  # as ppo_torch.py's train() builds it
-        key, step_key = jax.random.split(key)
-        obs, env_state, episode, outputs, finished = module.step_envs(env, env_params, step_key, env_state, episode, action)
-        return key, env_state, episode, obs, (*outputs, *finished)
-
+    runner = module.start_envs(env, env_params, jax.random.key(0), num_envs, jax_device)  # as train() starts
+    env_step = module.jit_env_step(env, env_params)
     num_actions = env.action_space(env_params).n
     actions = torch.arange(num_envs, device=device) % num_actions  # every action taken, none computed
     logprobs = torch.zeros(num_envs, device=device)

@@ -83,3 +83,16 @@ def test_no_readme_sentence_sends_a_cpu_user_to_the_full_sweep():
     for line in (ROOT / "README.md").read_text().splitlines():
         if re.search(r"`bash benchmark\.sh`", line):
             assert "GPU" in line and re.search(r"(days|weeks|a month|months) on a CPU", line), line
+
+
+def test_the_reading_table_gives_each_scripts_ppo_part_as_it_is():
+    """README's "Learn by reading" table: each pair's "PPO part (lines)" is the lines above the script's
+    `# ---- benchmark harness` line, so an edit of a script that moves that line fails here until the table says so."""
+    readme = (ROOT / "README.md").read_text()
+    rows = re.findall(r"^\| `(ppo_\w+\.py)` \| `(ppo_\w+\.py)` \|.*\| (\d+) / (\d+) \|$", readme, re.M)
+    assert len(rows) >= 5, "the reading table's rows were not found"
+    for left, right, *counts in rows:
+        for script, count in zip((left, right), counts):
+            lines = (ROOT / script).read_text().splitlines()
+            harness = next(i for i, line in enumerate(lines) if line.endswith("-- benchmark harness"))
+            assert int(count) == harness, f"README gives {script} {count} lines of PPO, it has {harness}"
