@@ -408,12 +408,26 @@ def check_writable(path: str) -> None:
         raise UsageError(f"--json-out {path!r} cannot be written: {e.strerror} in {parent!r}") from None
 
 
+def check_coefficients(args: Args) -> None:
+    """PPO's coefficients in their ranges: out of them, training would run on quietly to a wrong result."""
+    ranges = {  # what each must be: nan passes none of these tests
+        "positive": (lambda x: 0 < x < float("inf"), ("learning_rate", "clip_coef", "max_grad_norm")),
+        "0 or more": (lambda x: 0 <= x < float("inf"), ("ent_coef", "vf_coef")),
+        "between 0 and 1": (lambda x: 0 <= x <= 1, ("gamma", "gae_lambda")),
+    }
+    for must_be, (holds, names) in ranges.items():
+        for name in names:
+            if not holds(getattr(args, name)):
+                raise UsageError(f"--{name.replace('_', '-')} must be {must_be}; got {getattr(args, name)}")
+
+
 def check_args(args: Args):
     """Validate everything before anything is built or written; returns (hidden, device)."""
     hidden = parse_hidden(args.hidden)
     for name in ("total_timesteps", "num_seeds", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
         if getattr(args, name) <= 0:
             raise UsageError(f"--{name.replace('_', '-')} must be positive; got {getattr(args, name)}")
+    check_coefficients(args)
     batch_size = args.num_envs * args.num_steps
     if batch_size % args.num_minibatches:
         raise UsageError(f"num_envs * num_steps = {batch_size} is not divisible by --num-minibatches {args.num_minibatches}")

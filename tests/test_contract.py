@@ -245,6 +245,13 @@ BAD_INPUTS = [
     (["--update-epochs", "0"], "--update-epochs must be positive"),
     (["--num-minibatches", "0"], "--num-minibatches must be positive"),
     (["--no-cuda", "--matmul-precision", "high"], "only highest is the same arithmetic"),
+    (["--learning-rate", "0"], "--learning-rate must be positive; got 0.0"),
+    (["--clip-coef", "-0.2"], "--clip-coef must be positive"),
+    (["--max-grad-norm", "inf"], "--max-grad-norm must be positive; got inf"),
+    (["--ent-coef", "nan"], "--ent-coef must be 0 or more; got nan"),
+    (["--vf-coef", "-1"], "--vf-coef must be 0 or more"),
+    (["--gamma", "1.5"], "--gamma must be between 0 and 1; got 1.5"),
+    (["--gae-lambda", "-0.1"], "--gae-lambda must be between 0 and 1"),
 ]
 
 
@@ -257,6 +264,14 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(variant, flags, message
     assert "\n" not in err and err.startswith("error: ") and message in err
     assert list(tmp_path.iterdir()) == []
 
+
+
+def test_each_coefficient_range_keeps_its_edges(variant):
+    """The checks above refuse only what is out of range: gamma 1, lambda 0 and no entropy or value term are PPO."""
+    module = load(variant)
+    module.check_coefficients(module.Args(gamma=1.0, gae_lambda=0.0, ent_coef=0.0, vf_coef=0.0, learning_rate=1e-12))
+    with pytest.raises(module.UsageError, match="--gamma must be between 0 and 1"):
+        module.check_coefficients(module.Args(gamma=1.0 + 1e-9))
 
 # One script per framework: the path from the shell (main, its exit code) is harness code, which tests/test_harness.py
 # holds identical among the scripts of a framework; every script's own checks run in-process above.
