@@ -36,6 +36,7 @@ def rollout_floor(module, env_id: str, num_envs: int, num_steps: int, iterations
     args = module.Args(env_id=env_id, num_envs=num_envs, num_steps=num_steps)
     device, jax_device = devices
     env, env_params = module.make_env(env_id)
+    jax.config.update("jax_default_device", jax_device)  # as train() does: the reset on the run's device too
     runner = module.start_envs(env, env_params, jax.random.key(0), num_envs, jax_device)  # as train() starts
     env_step = module.jit_env_step(env, env_params)
     num_actions = env.action_space(env_params).n
