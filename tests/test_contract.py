@@ -265,13 +265,13 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(variant, flags, message
     assert list(tmp_path.iterdir()) == []
 
 
-
 def test_each_coefficient_range_keeps_its_edges(variant):
     """The checks above refuse only what is out of range: gamma 1, lambda 0 and no entropy or value term are PPO."""
     module = load(variant)
     module.check_coefficients(module.Args(gamma=1.0, gae_lambda=0.0, ent_coef=0.0, vf_coef=0.0, learning_rate=1e-12))
     with pytest.raises(module.UsageError, match="--gamma must be between 0 and 1"):
         module.check_coefficients(module.Args(gamma=1.0 + 1e-9))
+
 
 # One script per framework: the path from the shell (main, its exit code) is harness code, which tests/test_harness.py
 # holds identical among the scripts of a framework; every script's own checks run in-process above.
