@@ -25,13 +25,15 @@ COLLAPSED = 425
 # -100, gymnasium's reward_threshold for both. MinAtar has none: Breakout-MinAtar's 8 was fixed before its learn runs
 # from one pilot run (Linen, unused seed 0), but most runs then held at a plateau near 6.4, so 6, below it, was added
 # after them (docs/results.md). SpaceInvaders-MinAtar's 20 and 30 were fixed before its learn runs from one pilot run
-# (Linen, seed 0: 20 by iteration 30, 30 by iteration 63, 36 at the end). And, on CartPole-v1, the line below which a
-# run that reached 500 "collapsed".
+# (Linen, seed 0: 20 by iteration 30, 30 by iteration 63, 36 at the end); Freeway-MinAtar's 20 and 25 likewise (Linen,
+# seed 0: 20.1 at iteration 20, 26.4 at 30, about 29 from 60 on; its episodes last 2,500 steps, so a return arrives
+# about every tenth iteration). And, on CartPole-v1, the line below which a run that reached 500 "collapsed".
 THRESHOLDS = {
     "CartPole-v1": (475.0,),
     "Acrobot-v1": (-100.0,),
     "Breakout-MinAtar": (8.0, 6.0),
     "SpaceInvaders-MinAtar": (20.0, 30.0),
+    "Freeway-MinAtar": (20.0, 25.0),
 }
 COLLAPSE_BELOW = {"CartPole-v1": COLLAPSED}
 
