@@ -10,6 +10,7 @@ environment's threshold.
 import re
 
 import numpy as np
+import pandas as pd
 from rliable import metrics as rly_metrics
 from scipy import stats
 
@@ -81,20 +82,14 @@ def curve(group):
 
 def clock_curve(group, points=80):
     """(seconds since train() started, IQM, interval low, interval high) of the return against wall-clock time:
-    at each time, each run's return is that of the last iteration it had ended by then. Over the times where
-    every run has one: from the slowest run's first iteration to the fastest run's end."""
+    at each time, each run's return is the last one it had reported by then (an iteration in which no episode
+    ended reports none: Freeway-MinAtar's episodes span about ten). Over the times where every run has one,
+    up to the fastest run's end."""
     ends = [r.record["setup_duration"] + np.cumsum(r.record["iteration_durations"]) for r in group]
     start, stop = max(e[0] for e in ends), min(e[-1] for e in ends)
     seconds = np.geomspace(start, stop, points) if stop > start else np.array([start])
-    returns = np.array(
-        [
-            [
-                np.nan if (x := r.record["episodic_return"][np.searchsorted(e, s, side="right") - 1]) is None else x
-                for s in seconds
-            ]
-            for r, e in zip(group, ends)
-        ]
-    )
+    reported = [pd.Series(r.record["episodic_return"], dtype=float).ffill().to_numpy() for r in group]
+    returns = np.array([ret[np.searchsorted(e, seconds, side="right") - 1] for ret, e in zip(reported, ends)])
     keep = np.isfinite(returns).all(0)
     return seconds[keep], *iqm_band(returns[:, keep])
 

@@ -518,6 +518,24 @@ def test_time_to_threshold_counts_from_the_start_of_train_and_leaves_out_runs_th
     assert row["seconds_after_iteration_0"] == pytest.approx(2.0) and row["seconds_ci"][0] <= 6 <= row["seconds_ci"][1]
 
 
+def test_the_clock_curve_carries_each_runs_last_reported_return_where_an_iteration_reports_none():
+    """Freeway-MinAtar's episodes span about ten iterations: most iterations report no return, and at a given second
+    the runs of different speeds have reported at different iterations."""
+    returns = [None, None, 10.0, None, None, 20.0, None, None, 30.0, None]
+    fast, slow = (
+        records.Run("learn", "torch", "Freeway-MinAtar", "s", seed, 32, learn_record("torch", seed, returns, later=later))
+        for seed, later in ((1, 0.5), (2, 0.7))
+    )
+    seconds, iqm, low, high = learning.clock_curve([fast, slow], points=200)
+    assert len(seconds) > 100  # every time after both runs' first return, not only the instants both report at
+    # at second 6.6 the fast run (setup 1 s, iteration 0 2 s, then 0.5 s each) has ended iteration 7 and the slow
+    # one (0.7 s each) iteration 5: neither reported there, each carries the 20 of iteration 5
+    at = np.searchsorted(seconds, 6.6)
+    assert iqm[at] == pytest.approx(20.0) and low[at] <= 20.0 <= high[at]
+    assert seconds[0] >= 1 + 2 + 2 * 0.7  # nothing before the slow run's first return
+    assert np.all(np.diff(iqm) >= 0)  # rising returns, carried forward, give a rising curve
+
+
 def test_an_environment_with_two_thresholds_gets_the_time_to_each(monkeypatch):
     monkeypatch.setitem(learning.THRESHOLDS, "Breakout-MinAtar", (8.0, 6.0))
     runs = [  # 6 first reached at iteration 2, 8 at iteration 4 by seeds 1-3; seed 4 holds below 8
