@@ -536,6 +536,16 @@ def test_the_clock_curve_carries_each_runs_last_reported_return_where_an_iterati
     assert np.all(np.diff(iqm) >= 0)  # rising returns, carried forward, give a rising curve
 
 
+def test_learn_runs_too_short_to_end_an_episode_still_get_their_report(tmp_path):
+    d = tmp_path / "short"
+    for seed in (1, 2, 3):
+        for variant in ("jax_linen", "torch"):
+            rec = learn_record(variant, seed, [None] * 5, env="Freeway-MinAtar")
+            write(d, f"learn/{variant}__Freeway-MinAtar__s__seed{seed}.json", {**rec, "final_return": None})
+    assert plot.main([str(d)]) == 0
+    assert (d / "learn_Freeway-MinAtar.png").exists() and "Freeway-MinAtar" in (d / "summary.md").read_text()
+
+
 def test_an_environment_with_two_thresholds_gets_the_time_to_each(monkeypatch):
     monkeypatch.setitem(learning.THRESHOLDS, "Breakout-MinAtar", (8.0, 6.0))
     runs = [  # 6 first reached at iteration 2, 8 at iteration 4 by seeds 1-3; seed 4 holds below 8
