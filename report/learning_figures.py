@@ -53,11 +53,11 @@ def learn(section, out) -> None:
         ylabel="episodic return (IQM over seeds)",
         title="The same runs against the wall clock",
     )
-    if any(len(seconds) for seconds, *_ in section["clock_curves"].values()):
-        clock.set_xscale("log")
     for ax, drawn in ((curves, section["curves"]), (clock, section["clock_curves"])):
         if not any(len(x) for x, *_ in drawn.values()):  # runs too short for an episode to end (Freeway's last 2,500 steps)
             ax.text(0.5, 0.5, "no point where every run had reported a return", ha="center", transform=ax.transAxes)
+        elif ax is clock:
+            ax.set_xscale("log")  # only with points to draw: matplotlib cannot scale an empty axis logarithmically
     for threshold in section["thresholds"]:
         for ax in (curves, clock):
             ax.axhline(threshold, color="gray", lw=0.8, ls=":")
