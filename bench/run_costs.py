@@ -3,14 +3,17 @@
     python bench/run_costs.py build results/records/cpu --log results/records/cpu/sweep.log   # the table, from records
     printf 'torch CartPole-v1 s 21\\n' | python bench/run_costs.py estimate             # seconds for these runs
 
-The table holds, per variant, environment and size, the median seconds of a run's setup, of its
-iteration 0 (compilation included) and of one later iteration, over the records of one CPU model,
-plus each framework's start-up and exit (what a run's wall-clock seconds, in the sweep's log, hold beyond
-the record's total_duration: the interpreter, the imports, the record written). A run of N iterations is
-estimated as start-up + setup + iteration 0 + (N - 1) later iterations; a cell with no record takes
-the variant's median over the environments measured at that size, plus what the cell's environment added to
-the variant's run at another size where it ran there, else scaled by how much dearer the cell's environment made
-the other variants' iterations where both were measured.
+One table per CPU model (bench/costs/<model>.json), since two models of one family run the same runs at different
+speeds: an estimate comes from this machine's own table where there is one. A table holds, per variant, environment
+and size, the median seconds of a run's setup, of its iteration 0 (compilation included) and of one later iteration,
+over the records of one CPU model, plus each framework's start-up and exit (what a run's wall-clock seconds, in the
+sweep's log, hold beyond the record's total_duration: the interpreter, the imports, the record written). A run of N
+iterations is estimated as start-up + setup + iteration 0 + (N - 1) later iterations; a cell with no record takes the
+variant's median over the environments measured at that size, plus what the cell's environment added to the variant's
+run at another size where it ran there, else scaled by how much dearer the cell's environment made the other variants'
+iterations where both were measured. A cell this machine's table lacks is priced from the table with the most cells,
+scaled to this machine by the median ratio of the cells both measured; a machine with no table of its own gets that
+table's costs, and the estimate says which machine they come from.
 For a GPU, where no run was measured, the estimate is derived from these CPU costs and labelled so (see estimate).
 """
 
@@ -26,9 +29,10 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from load_script import write_atomic  # noqa: E402
 from presets import SIZES  # noqa: E402
+from run_records import cpu_model  # noqa: E402
 from variants import discover, setting_name  # noqa: E402
 
-COSTS = Path(__file__).with_name("run_costs.json")
+COSTS = Path(__file__).with_name("costs")  # the tables, one a CPU model
 KEYS = ("setup_s", "first_s", "later_s")  # a cell's seconds: setup, iteration 0, a later iteration
 SIZE_OF = {layers: size for size, layers in SIZES.items()}  # hidden layers -> s, m or l
 
@@ -50,8 +54,14 @@ def startup_from_log(log: Path, directories) -> dict:
     return {f: round(statistics.median(values), 1) for f, values in beyond.items() if f}
 
 
-def build(directories, out: Path, startup: dict) -> dict:
-    """The table from every ok record under `directories` (one CPU model only, or exit 2)."""
+def table_path(cpu: str) -> Path:
+    """Where a CPU model's table is kept: bench/costs/amd-epyc-family-25-model-1.json for "AMD EPYC (family 25, model 1)"."""
+    return COSTS / (re.sub(r"[^a-z0-9]+", "-", cpu.lower()).strip("-") + ".json")
+
+
+def build(directories, out=None, startup=None) -> dict:
+    """The table from every ok record under `directories` (one CPU model only, or exit 2), written to `out` (by default
+    the model's own file), with `startup` over the start-up seconds the file held before."""
     cells, models = defaultdict(list), set()
     for directory in directories:
         for path in Path(directory).rglob("*.json"):
@@ -84,15 +94,28 @@ def build(directories, out: Path, startup: dict) -> dict:
         }
         for (v, e, s), runs in sorted(cells.items())
     ]
-    table = {"cpu": models.pop(), "startup_s": startup, "sources": [str(d) for d in directories], "cells": rows}
+    model = models.pop()
+    out = Path(out or table_path(model))
+    before = json.loads(out.read_text())["startup_s"] if out.exists() else {}
+    table = {"cpu": model, "startup_s": {**before, **(startup or {})}, "sources": [str(d) for d in directories], "cells": rows}
+    out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, json.dumps(table, indent=1) + "\n")
     return table
 
 
 class Estimator:
-    def __init__(self, table: dict):
-        self.startup = table["startup_s"]
+    def __init__(self, table: dict, reference=None):
+        """`table`: the machine's costs. `reference`: another machine's fuller table, for the cells `table` lacks."""
         self.cells = {(c["variant"], c["env"], c["size"]): c for c in table["cells"]}
+        self.reference = Estimator(reference) if reference else None
+        self.startup = {**(reference or {}).get("startup_s", {}), **table["startup_s"]}
+        shared = [(c, self.reference.cells[k]) for k, c in self.cells.items() if self.reference and k in self.reference.cells]
+        self.scales = {}  # this machine's seconds over the reference's: the median over the cells both measured at
+        for key in KEYS:  # the size (at any size where they share none at it; 1 where they share none at all)
+            everywhere = [c[key] / r[key] for c, r in shared if r[key] > 0]
+            for size in SIZES:
+                here = [c[key] / r[key] for c, r in shared if r[key] > 0 and c["size"] == size]
+                self.scales[key, size] = statistics.median(here or everywhere or [1.0])
 
     def env_factor(self, env: str, size: str) -> float:
         """How much dearer `env`'s later iterations are than the median env's, over the variants measured in both."""
@@ -121,10 +144,14 @@ class Estimator:
             return None
         return {key: statistics.median(c[key] for c in cells) for key in KEYS}
 
-    def seconds(self, variant: str, env: str, size: str, iterations: int, seeds: int = 1):
-        """The estimated seconds of one run, or None where the table knows nothing of the variant at that size. A run
-        of several seeds at once (--num-seeds) is priced as `seeds` times the later iterations of one."""
+    def cell(self, variant: str, env: str, size: str):
+        """The cell's setup, iteration 0 and later iteration: measured, else the reference's scaled to this machine,
+        else derived from this table's other cells; None where nothing is known of the variant at that size."""
         cell = self.cells.get((variant, env, size))
+        if cell is None and self.reference:
+            theirs = self.reference.cell(variant, env, size)
+            if theirs:
+                return {key: theirs[key] * self.scales[key, size] for key in KEYS}
         if cell is None:
             cell = self.typical(variant, size)
             if cell is None:
@@ -134,6 +161,14 @@ class Estimator:
                 cell = {key: cell[key] + extra[key] for key in KEYS}
             else:
                 cell = {**cell, "later_s": cell["later_s"] * self.env_factor(env, size)}
+        return cell
+
+    def seconds(self, variant: str, env: str, size: str, iterations: int, seeds: int = 1):
+        """The estimated seconds of one run, or None where nothing is known of the variant at that size. A run
+        of several seeds at once (--num-seeds) is priced as `seeds` times the later iterations of one."""
+        cell = self.cell(variant, env, size)
+        if cell is None:
+            return None
         startup = self.startup.get(FRAMEWORK.get(variant), max(self.startup.values(), default=0.0))
         return startup + cell["setup_s"] + cell["first_s"] + (iterations - 1) * cell["later_s"] * seeds
 
@@ -145,19 +180,25 @@ def duration(seconds: float) -> str:
     return (f"{days} day{'s' * (days > 1)} " if days else "") + f"{minutes // 60}:{minutes % 60:02d} (h:mm)"
 
 
-def estimate(lines, costs: Path, at_once: int = 1, gpu: bool = False, source: bool = True) -> str:
+def estimate(lines, costs: Path = COSTS, at_once: int = 1, gpu: bool = False, source: bool = True, cpu=None) -> str:
     """One line: the estimated duration of the runs given as "VARIANT ENV SIZE ITERATIONS [SEEDS]" lines, `at_once` at a time,
-    and (source) what it comes from.
+    and (source) what it comes from. costs: a directory of tables (this machine's, named by `cpu`, first) or one table.
 
     gpu: for a GPU, where no run was measured, derived from the CPU's costs: start-up, setup and iteration 0 as there,
     every size priced as size s (a JAX iteration on the CPU takes 9 times as long at m as at s, 300 times at l;
     a GPU's, bound at these widths by kernel launches and the rollout's sequential steps, far less), and a setting never measured (CUDA graphs) as its script."""
     try:
-        table = json.loads(costs.read_text())
+        tables = [json.loads(p.read_text()) for p in (sorted(costs.glob("*.json")) if costs.is_dir() else [costs])]
     except (OSError, ValueError):
         return f"no estimate: cannot read {costs}"
-    estimator, total, known, unknown = Estimator(table), 0.0, 0, set()
-    measured = {variant for variant, _, _ in estimator.cells}
+    if not tables:
+        return f"no estimate: no table in {costs}"
+    cpu = cpu or cpu_model()
+    fullest = max(tables, key=lambda t: len(t["cells"]))
+    own = next((t for t in tables if t["cpu"] == cpu), None)
+    table = own or fullest
+    estimator, total, known, unknown = Estimator(table, fullest if table is not fullest else None), 0.0, 0, set()
+    measured = {variant for variant, _, _ in [*estimator.cells, *(estimator.reference.cells if estimator.reference else ())]}
     for variant, env, size, iterations, *seeds in (line.split() for line in lines if line.strip()):
         if gpu:
             size, variant = "s", variant if variant in measured else variant.split("+")[0]
@@ -172,6 +213,8 @@ def estimate(lines, costs: Path, at_once: int = 1, gpu: bool = False, source: bo
             f"; estimate from CPU costs; a GPU will differ (runs measured on {table['cpu']}, every size priced as size s)"
             if gpu
             else f", from runs measured on {table['cpu']}"
+            + ("" if own else ", not on this CPU")
+            + (f" (what it lacks, from {fullest['cpu']}, scaled)" if estimator.reference else "")
         )
     if unknown:
         text += f"; no measured cost for {', '.join(sorted(unknown))}: their runs are not counted"
@@ -183,19 +226,17 @@ def main(argv=None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     make = commands.add_parser("build", help="the table from records")
     make.add_argument("directories", nargs="+", type=Path)
-    make.add_argument("--out", type=Path, default=COSTS)
+    make.add_argument("--out", type=Path, help="where to write the table (default: the CPU model's own, in bench/costs)")
     make.add_argument("--log", type=Path, help="the sweep's output, whose run times give each framework's start-up")
     guess = commands.add_parser("estimate", help='the duration of the runs on stdin, one "VARIANT ENV SIZE ITERATIONS" a line')
-    guess.add_argument("--costs", type=Path, default=COSTS)
+    guess.add_argument("--costs", type=Path, default=COSTS, help="a directory of tables, or one table")
     guess.add_argument("--at-once", type=int, default=1, help="runs at a time (benchmark.sh --jobs)")
     guess.add_argument("--gpu", action="store_true", help="for a GPU: derived from the CPU costs (see estimate)")
     args = parser.parse_args(argv)
     if args.command == "build":
-        startup = json.loads(args.out.read_text())["startup_s"] if args.out.exists() else {}
-        if args.log:
-            startup.update(startup_from_log(args.log, args.directories))
+        startup = startup_from_log(args.log, args.directories) if args.log else {}
         table = build(args.directories, args.out, startup)
-        print(f"wrote {args.out}: {len(table['cells'])} cells measured on {table['cpu']}")
+        print(f"wrote {args.out or table_path(table['cpu'])}: {len(table['cells'])} cells measured on {table['cpu']}")
     else:
         print(estimate(sys.stdin.read().splitlines(), args.costs, args.at_once, args.gpu))
     return 0

@@ -1,6 +1,7 @@
 """README.md and docs/: every relative link and image points at a file (and heading) that exists, and every
 command the README quotes names only flags its program accepts."""
 
+import json
 import re
 import shlex
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, in_background
+from report.tables import fmt
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
@@ -96,3 +98,29 @@ def test_the_reading_table_gives_each_scripts_ppo_part_as_it_is():
             lines = (ROOT / script).read_text().splitlines()
             harness = next(i for i, line in enumerate(lines) if line.endswith("-- benchmark harness"))
             assert int(count) == harness, f"README gives {script} {count} lines of PPO, it has {harness}"
+
+
+def test_the_time_to_learn_table_gives_the_committed_learn_reports_numbers():
+    """README's time-to-learn table: every cell ("19.5 [18.3, 20.6]") is the IQM of seconds to the row's bar and its
+    interval as some committed report (results/*/summary.json) gives them for that environment and variant, over as
+    many runs as the row says, so a number copied wrong, or left behind when a report is remade, fails here."""
+    given = {}
+    for path in (ROOT / "results").glob("*/summary.json"):
+        for t in json.loads(path.read_text()).get("time_to_threshold", []):
+            if t["seconds_ci"] is None:  # no run reached the bar, or too few for an interval
+                continue
+            cell = tuple(float(fmt(x)) for x in (t["seconds"], *t["seconds_ci"]))  # as the report rounds them
+            given.setdefault((t["env"], t["variant"], t["threshold"]), set()).add((cell, t["runs"]))
+    readme = (ROOT / "README.md").read_text()
+    header = re.search(r"^\| environment, bar \(runs a variant\) \|(.*)\|$", readme, re.M)
+    assert header, "the time-to-learn table's header was not found"
+    variants = [v.strip() for v in header.group(1).split("|")]
+    # "| CartPole-v1, to 475 (10) | ..." or, where the variants ran different numbers of seeds, "(20; torch's 5)"
+    rows = re.findall(r"^\| ([\w.-]+), to (-?[\d.]+) \(([^)]+)\)[^|]* \|(.*)\|$", readme, re.M)
+    assert len(rows) >= 5, "the time-to-learn table's rows were not found"
+    for env, bar, runs, cells in rows:
+        for variant, cell in zip(variants, cells.split("|"), strict=True):
+            counts = re.findall(r"\d+", runs)
+            reported = {numbers for numbers, n in given.get((env, variant, float(bar)), set()) if str(n) in counts}
+            numbers = tuple(float(x) for x in re.fullmatch(r" ?([\d.]+) \[([\d.]+), ([\d.]+)\] ?", cell).groups())
+            assert numbers in reported, f"{env} to {bar}, {variant}: README {cell.strip()}, reports {reported}"

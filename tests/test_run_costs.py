@@ -51,8 +51,8 @@ def test_an_env_measured_at_another_size_adds_what_it_added_there():
 def test_the_estimate_line_counts_days_and_names_what_it_cannot_estimate(tmp_path):
     costs = tmp_path / "costs.json"
     costs.write_text(json.dumps(TABLE))
-    line = run_costs.estimate(["jax_linen CartPole-v1 s 21"] * 200, costs)  # 200 x 18 s = 1:00
-    assert line == run_costs.estimate(["jax_linen CartPole-v1 s 21 1"] * 200, costs)  # one seed a run
+    line = run_costs.estimate(["jax_linen CartPole-v1 s 21"] * 200, costs, cpu="Test CPU")  # 200 x 18 s = 1:00
+    assert line == run_costs.estimate(["jax_linen CartPole-v1 s 21 1"] * 200, costs, cpu="Test CPU")  # one seed a run
     assert run_costs.estimate(["jax_linen CartPole-v1 s 21 4"] * 100, costs).startswith("estimated 1:20 (h:mm)")
     assert line == "estimated 1:00 (h:mm) for 200 runs, from runs measured on Test CPU"
     assert run_costs.estimate(["jax_linen CartPole-v1 s 21"] * 200, costs, at_once=2).startswith(
@@ -103,3 +103,66 @@ def test_the_table_is_built_from_one_cpu_models_records_only(tmp_path):
     assert table["cpu"] == "CPU A" and table["cells"] == [
         {"variant": "torch", "env": "CartPole-v1", "size": "s", "runs": 1, "setup_s": 1.0, "first_s": 2.0, "later_s": 0.6}
     ]
+
+
+FAST = {  # another machine's table: half the reference's seconds where it measured the same cell, and fewer cells
+    "cpu": "Fast CPU",
+    "startup_s": {"jax": 4.0},
+    "cells": [
+        {"variant": "jax_linen", "env": "CartPole-v1", "size": "s", "setup_s": 0.5, "first_s": 1.0, "later_s": 0.25},
+        {"variant": "jax_linen", "env": "Acrobot-v1", "size": "s", "setup_s": 0.5, "first_s": 1.5, "later_s": 0.3},
+    ],
+}
+
+
+def test_a_cell_this_machines_table_lacks_is_the_fuller_tables_scaled_to_this_machine():
+    estimator = run_costs.Estimator(FAST, TABLE)
+    assert estimator.seconds("jax_linen", "CartPole-v1", "s", 21) == 4 + 0.5 + 1.0 + 20 * 0.25  # its own cell
+    assert estimator.seconds("jax_linen", "Acrobot-v1", "s", 21) == 4 + 0.5 + 1.5 + 20 * 0.3  # only it measured
+    # torch: the reference's cell, each part times the one ratio of the cells both measured (CartPole-v1: 0.5), with the
+    # reference's start-up where this machine measured none
+    assert estimator.seconds("torch", "CartPole-v1", "s", 3) == pytest.approx(8 + 0.5 + 0.5 + 2 * 0.5)
+    # Breakout-MinAtar at s, which only the reference measured: its 1.5 s later iteration scaled
+    assert estimator.seconds("jax_linen", "Breakout-MinAtar", "s", 3) == pytest.approx(4 + 0.5 + 1.0 + 2 * 0.75)
+
+
+def test_the_estimate_comes_from_this_machines_table_and_names_the_machine_it_comes_from(tmp_path):
+    for table in (TABLE, FAST):
+        (tmp_path / f"{table['cpu']}.json").write_text(json.dumps(table))
+    lines = ["jax_linen CartPole-v1 s 21"] * 200 + ["torch CartPole-v1 s 3"] * 100
+    # on Fast CPU: 200 x 10.5 s + 100 x 10 s = 52 min; the torch cells from Test CPU's, scaled
+    assert run_costs.estimate(lines, tmp_path, cpu="Fast CPU") == (
+        "estimated 0:52 (h:mm) for 300 runs, from runs measured on Fast CPU (what it lacks, from Test CPU, scaled)"
+    )
+    # on a machine with no table of its own: the fullest table, said to be another machine's
+    assert run_costs.estimate(lines, tmp_path, cpu="Slow CPU") == (
+        "estimated 1:20 (h:mm) for 300 runs, from runs measured on Test CPU, not on this CPU"
+    )
+    assert run_costs.estimate(lines, tmp_path, cpu="Test CPU").endswith("from runs measured on Test CPU")
+
+
+def test_each_committed_table_is_kept_under_its_own_cpu_models_name():
+    tables = sorted(run_costs.COSTS.glob("*.json"))
+    assert tables
+    for path in tables:
+        table = json.loads(path.read_text())
+        assert run_costs.table_path(table["cpu"]) == path
+        assert len({(c["variant"], c["env"], c["size"]) for c in table["cells"]}) == len(table["cells"])
+
+
+def test_a_table_built_without_out_goes_to_its_cpu_models_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(run_costs, "COSTS", tmp_path / "costs")
+    record = {
+        "status": "ok",
+        "variant": "torch",
+        "env_id": "CartPole-v1",
+        "hidden": [64, 64],
+        "args": {"num_envs": 32},
+        "cpu": {"model": "AMD EPYC (family 25, model 17)"},
+        "setup_duration": 1.0,
+        "iteration_durations": [2.0, 0.5],
+    }
+    (tmp_path / "r.json").write_text(json.dumps(record))
+    run_costs.build([tmp_path])
+    written = json.loads((tmp_path / "costs" / "amd-epyc-family-25-model-17.json").read_text())
+    assert written["cpu"] == "AMD EPYC (family 25, model 17)" and written["cells"][0]["later_s"] == 0.5
