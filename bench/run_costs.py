@@ -11,9 +11,9 @@ sweep's log, hold beyond the record's total_duration: the interpreter, the impor
 iterations is estimated as start-up + setup + iteration 0 + (N - 1) later iterations; a cell with no record takes the
 variant's median over the environments measured at that size, plus what the cell's environment added to the variant's
 run at another size where it ran there, else scaled by how much dearer the cell's environment made the other variants'
-iterations where both were measured. A cell this machine's table lacks is priced from the table with the most cells,
-scaled to this machine by the median ratio of the cells both measured; a machine with no table of its own gets that
-table's costs, and the estimate says which machine they come from.
+iterations where both were measured. A cell this machine's table lacks is priced from the other table that measured
+most of the same cells, scaled to this machine by the median ratio of the cells both measured; a machine with no table
+of its own gets the fullest table's costs, and the estimate says which machine they come from.
 For a GPU, where no run was measured, the estimate is derived from these CPU costs and labelled so (see estimate).
 """
 
@@ -103,6 +103,16 @@ def build(directories, out=None, startup=None) -> dict:
     return table
 
 
+def scale_tiers(variant: str, size: str):
+    """Which shared cells scale a cell of `variant` at `size`, first choice first."""
+    return (
+        lambda v, z: v == variant and z == size,
+        lambda v, z: v == variant,
+        lambda v, z: z == size,
+        lambda v, z: True,
+    )
+
+
 class Estimator:
     def __init__(self, table: dict, reference=None):
         """`table`: the machine's costs. `reference`: another machine's fuller table, for the cells `table` lacks."""
@@ -110,12 +120,16 @@ class Estimator:
         self.reference = Estimator(reference) if reference else None
         self.startup = {**(reference or {}).get("startup_s", {}), **table["startup_s"]}
         shared = [(c, self.reference.cells[k]) for k, c in self.cells.items() if self.reference and k in self.reference.cells]
-        self.scales = {}  # this machine's seconds over the reference's: the median over the cells both measured at
-        for key in KEYS:  # the size (at any size where they share none at it; 1 where they share none at all)
-            everywhere = [c[key] / r[key] for c, r in shared if r[key] > 0]
-            for size in SIZES:
-                here = [c[key] / r[key] for c, r in shared if r[key] > 0 and c["size"] == size]
-                self.scales[key, size] = statistics.median(here or everywhere or [1.0])
+        # this machine's seconds over the reference's, for each part of a run, variant and size: the median over the
+        # cells both measured of that variant at that size, else of the variant at any size, else of any variant at
+        # that size, else of all (1 where they share none): a script's speed moves with the machine in its own way
+        self.scales = {}
+        for key in KEYS:
+            ratios = [(c["variant"], c["size"], c[key] / r[key]) for c, r in shared if r[key] > 0]
+            for variant in {v for v, _, _ in [*self.cells, *(self.reference.cells if self.reference else ())]}:
+                for size in SIZES:
+                    tiers = [[x for v, z, x in ratios if match(v, z)] for match in scale_tiers(variant, size)]
+                    self.scales[key, variant, size] = statistics.median(next((t for t in tiers if t), [1.0]))
 
     def env_factor(self, env: str, size: str) -> float:
         """How much dearer `env`'s later iterations are than the median env's, over the variants measured in both."""
@@ -151,7 +165,7 @@ class Estimator:
         if cell is None and self.reference:
             theirs = self.reference.cell(variant, env, size)
             if theirs:
-                return {key: theirs[key] * self.scales[key, size] for key in KEYS}
+                return {key: theirs[key] * self.scales[key, variant, size] for key in KEYS}
         if cell is None:
             cell = self.typical(variant, size)
             if cell is None:
@@ -194,10 +208,13 @@ def estimate(lines, costs: Path = COSTS, at_once: int = 1, gpu: bool = False, so
     if not tables:
         return f"no estimate: no table in {costs}"
     cpu = cpu or cpu_model()
-    fullest = max(tables, key=lambda t: len(t["cells"]))
     own = next((t for t in tables if t["cpu"] == cpu), None)
-    table = own or fullest
-    estimator, total, known, unknown = Estimator(table, fullest if table is not fullest else None), 0.0, 0, set()
+    table = own or max(tables, key=lambda t: len(t["cells"]))
+    # for what this table lacks: the other table that measured most of the same cells, as it shares most to scale by
+    keys = {(c["variant"], c["env"], c["size"]) for c in table["cells"]}
+    shared = {id(t): len(keys & {(c["variant"], c["env"], c["size"]) for c in t["cells"]}) for t in tables}
+    reference = max((t for t in tables if t is not table and shared[id(t)]), key=lambda t: shared[id(t)], default=None)
+    estimator, total, known, unknown = Estimator(table, reference), 0.0, 0, set()
     measured = {variant for variant, _, _ in [*estimator.cells, *(estimator.reference.cells if estimator.reference else ())]}
     for variant, env, size, iterations, *seeds in (line.split() for line in lines if line.strip()):
         if gpu:
@@ -214,7 +231,7 @@ def estimate(lines, costs: Path = COSTS, at_once: int = 1, gpu: bool = False, so
             if gpu
             else f", from runs measured on {table['cpu']}"
             + ("" if own else ", not on this CPU")
-            + (f" (what it lacks, from {fullest['cpu']}, scaled)" if estimator.reference else "")
+            + (f" (what it lacks, from {reference['cpu']}, scaled)" if reference else "")
         )
     if unknown:
         text += f"; no measured cost for {', '.join(sorted(unknown))}: their runs are not counted"
