@@ -23,6 +23,11 @@ STUDIES = {
     "gae_doubling": (["--blocks", "2", "--calls", "2"], "ratio_doubling_over_loop", "torch"),
     "seeds_learn": (["--num-seeds", "3", "--total-timesteps", "8192"], "statistics", "jax_linen"),
     "craftax_scan": (["--num-envs", "2", "--num-steps", "2", "--blocks", "3"], "all_cores", "jax_linen"),
+    "omp_spin": (
+        ["--variants", "torch", "--blocks", "2", "--iterations", "2", "--env-id", "CartPole-v1"],
+        "variants",
+        "torch",
+    ),
 }
 
 
@@ -92,3 +97,13 @@ def test_the_craftax_study_reads_the_sweeps_craftax_runs_and_plays_a_random_poli
     assert result["final_return"]["torch"] == pytest.approx([2.3, 2.4, 2.5]) and result["random_policy"]["episodes"] > 0
     assert result["env_share"]["jax_linen"]["median"] == 0.01 * 256 / 4.0
     assert {row["variant"] for row in result["statistics"]} == {"jax_linen", "torch"}
+
+
+def test_the_spin_study_refuses_bad_input_before_any_run(tmp_path):
+    out = tmp_path / "spin.json"
+    for flags, problem in ((["--blocks", "1"], "--blocks 1"), (["--variants", "torch,jax"], "ppo_jax.py")):
+        proc = subprocess.run(
+            [sys.executable, str(ROOT / "studies" / "omp_spin.py"), *flags, "--out", str(out)], capture_output=True, text=True
+        )
+        assert proc.returncode == 2 and problem in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
+        assert not out.exists()
