@@ -115,7 +115,7 @@ def scale_tiers(variant: str, size: str):
 
 class Estimator:
     def __init__(self, table: dict, reference=None):
-        """`table`: the machine's costs. `reference`: another machine's fuller table, for the cells `table` lacks."""
+        """`table`: the machine's costs. `reference`: another machine's table, for the cells `table` lacks."""
         self.cells = {(c["variant"], c["env"], c["size"]): c for c in table["cells"]}
         self.reference = Estimator(reference) if reference else None
         self.startup = {**(reference or {}).get("startup_s", {}), **table["startup_s"]}

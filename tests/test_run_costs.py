@@ -167,3 +167,15 @@ def test_a_table_built_without_out_goes_to_its_cpu_models_file(tmp_path, monkeyp
     run_costs.build([tmp_path])
     written = json.loads((tmp_path / "costs" / "amd-epyc-family-25-model-17.json").read_text())
     assert written["cpu"] == "AMD EPYC (family 25, model 17)" and written["cells"][0]["later_s"] == 0.5
+
+
+def test_each_variant_is_scaled_by_its_own_ratio_where_both_machines_ran_it():
+    """torch ran at the same speed on both machines and jax_linen at half: torch's missing cells are not halved."""
+    torch_too = {"variant": "torch", "env": "CartPole-v1", "size": "s", "setup_s": 1.0, "first_s": 1.0, "later_s": 1.0}
+    breakout = {"variant": "torch", "env": "Breakout-MinAtar", "size": "s", "setup_s": 1.0, "first_s": 1.0, "later_s": 3.0}
+    estimator = run_costs.Estimator(
+        {**FAST, "startup_s": {"jax": 4.0, "torch": 8.0}, "cells": [*FAST["cells"], torch_too]},
+        {**TABLE, "cells": [*TABLE["cells"], breakout]},
+    )
+    assert estimator.seconds("torch", "Breakout-MinAtar", "s", 3) == pytest.approx(8 + 1.0 + 1.0 + 2 * 3.0)
+    assert estimator.seconds("jax_linen", "Breakout-MinAtar", "s", 3) == pytest.approx(4 + 0.5 + 1.0 + 2 * 0.75)
