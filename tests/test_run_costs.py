@@ -78,19 +78,23 @@ def test_an_estimate_for_a_gpu_is_derived_from_the_cpu_costs_and_says_so(tmp_pat
     assert run_costs.estimate(lines, costs, gpu=True, source=False) == "estimated 0:30 (h:mm) for 150 runs"
 
 
+def torch_record(model: str, durations: list) -> dict:
+    """An ok record of torch on CartPole-v1 at size s, made on `model`."""
+    return {
+        "status": "ok",
+        "variant": "torch",
+        "env_id": "CartPole-v1",
+        "hidden": [64, 64],
+        "args": {"num_envs": 32},
+        "cpu": {"model": model},
+        "setup_duration": 1.0,
+        "iteration_durations": durations,
+    }
+
+
 def test_the_table_is_built_from_one_cpu_models_records_only(tmp_path):
     for i, model in enumerate(["CPU A", "CPU B"]):
-        record = {
-            "status": "ok",
-            "variant": "torch",
-            "env_id": "CartPole-v1",
-            "hidden": [64, 64],
-            "args": {"num_envs": 32},
-            "cpu": {"model": model},
-            "setup_duration": 1.0,
-            "iteration_durations": [2.0, 0.5, 0.7],
-        }
-        (tmp_path / f"r{i}.json").write_text(json.dumps(record))
+        (tmp_path / f"r{i}.json").write_text(json.dumps(torch_record(model, [2.0, 0.5, 0.7])))
     proc = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "run_costs.py"), "build", str(tmp_path), "--out", str(tmp_path / "t.json")],
         capture_output=True,
@@ -153,17 +157,7 @@ def test_each_committed_table_is_kept_under_its_own_cpu_models_name():
 
 def test_a_table_built_without_out_goes_to_its_cpu_models_file(tmp_path, monkeypatch):
     monkeypatch.setattr(run_costs, "COSTS", tmp_path / "costs")
-    record = {
-        "status": "ok",
-        "variant": "torch",
-        "env_id": "CartPole-v1",
-        "hidden": [64, 64],
-        "args": {"num_envs": 32},
-        "cpu": {"model": "AMD EPYC (family 25, model 17)"},
-        "setup_duration": 1.0,
-        "iteration_durations": [2.0, 0.5],
-    }
-    (tmp_path / "r.json").write_text(json.dumps(record))
+    (tmp_path / "r.json").write_text(json.dumps(torch_record("AMD EPYC (family 25, model 17)", [2.0, 0.5])))
     run_costs.build([tmp_path])
     written = json.loads((tmp_path / "costs" / "amd-epyc-family-25-model-17.json").read_text())
     assert written["cpu"] == "AMD EPYC (family 25, model 17)" and written["cells"][0]["later_s"] == 0.5
