@@ -650,7 +650,8 @@ def shown(final_return) -> str:
 
 
 def cpu_info() -> dict:
-    """The CPU model as Linux names it, and the cores this process may use: timings of two models never mix."""
+    """The CPU model as Linux names it, the cores this process may use (timings of two models never mix), and the
+    OpenMP settings the process ran under: how torch's threads wait, which can change its CPU time twofold."""
     first = ""
     if os.path.exists("/proc/cpuinfo"):
         with open("/proc/cpuinfo") as f:
@@ -660,7 +661,8 @@ def cpu_info() -> dict:
     if "cpu family" in fields:  # hypervisors may hide the name ("AMD EPYC"), not the family and model numbers
         model += f" (family {fields['cpu family']}, model {fields.get('model')})"
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {"model": model, "cores": cores}
+    openmp = {name: os.environ.get(name) for name in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    return {"model": model, "cores": cores, "openmp": openmp}
 
 
 def run_quietly(*command: str) -> Optional[str]:

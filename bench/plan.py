@@ -365,6 +365,19 @@ def estimate(runs: list, at_once: int, gpu: bool, source: bool = True) -> str:
         return "no estimate (bench/run_costs.py failed)"
 
 
+def openmp_override(frameworks: set) -> str:
+    """A warning for the sweep's first lines when the environment overrides how the torch scripts' OpenMP threads
+    wait (they set a short spin themselves, unless the environment already sets one): GOMP_SPINCOUNT=0 made their
+    iterations about twice as slow on a 2-core CPU (docs/results.md). The records keep the settings (cpu.openmp)."""
+    found = [f"{name}={os.environ[name]}" for name in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY") if name in os.environ]
+    if "torch" not in frameworks or not found:
+        return ""
+    return (
+        f"  warning: {' '.join(found)} in the environment overrides the torch scripts' own OpenMP setting and can slow"
+        " them twofold (docs/results.md); unset it unless that is what you measure"
+    )
+
+
 def plan_command(argv: list) -> int:
     """What benchmark.sh needs, as bash assignments: the options, the plan's settings and RUNS, one tab-separated
     "NAME SCRIPT ENV HIDDEN SEED EXPERIMENT SIZE ITERATIONS FLAGS" per run in the order they run (no field but
@@ -429,6 +442,8 @@ def plan_command(argv: list) -> int:
             intro.append(f"  here, without a GPU: {estimate([runs[i] for i in todo], jobs, False)}")
         if plan.left_out:
             intro.append(f"  {', '.join(plan.left_out)}: needs a GPU, left out (none is visible here)")
+        if spin := openmp_override({framework[v] for v in p["variants"]}):
+            intro.append(spin)
         values["INTRO"] = "".join(f"{line}\n" for line in intro)
         if a.dry_run:
             lines = [f"  {exp}: {k} runs" for exp in EXPERIMENTS if (k := sum(runs[i][5] == exp for i in chosen))]

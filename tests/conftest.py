@@ -96,7 +96,12 @@ def load(variant: str):
         spec = importlib.util.spec_from_file_location(f"benchback_{variant}", path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module  # as an import would: tyro and dynamo look modules up by name
+        environ = dict(os.environ)
         spec.loader.exec_module(module)
+        # The torch scripts set their OpenMP defaults in os.environ when imported: keep them out of the environment
+        # of the runs this process starts later, which must see what the tests set (their records say what they saw).
+        os.environ.clear()
+        os.environ.update(environ)
         _modules[variant] = module
     return _modules[variant]
 

@@ -25,13 +25,15 @@ BENCHMARK = ROOT / "benchmark.sh"
 FAKE = ROOT / "tests" / "fixtures" / "fake_variant.py"
 
 
-def sweep(*flags, env=None, timeout=600):
+def sweep(*flags, env=None, timeout=600, unset=()):
+    """benchmark.sh FLAGS in this process's environment with env added and the names in unset removed."""
+    kept = {k: v for k, v in os.environ.items() if k not in unset}
     return subprocess.run(
         ["bash", str(BENCHMARK), *flags],
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, "PYTHON": sys.executable, **(env or {})},
+        env={**kept, "PYTHON": sys.executable, **(env or {})},
     )
 
 
@@ -122,6 +124,19 @@ def test_dry_run_plans_the_issue_sweeps_and_writes_nothing(tmp_path):
             [] if v == "linen_nojit" else list(range(1, 11))
         )
     assert not out.exists()
+
+
+@pytest.mark.parametrize("variants, warned", [("torch", True), ("jax_linen,jax_nnx", False)])
+def test_a_sweep_warns_when_the_environment_overrides_the_torch_scripts_openmp_setting(tmp_path, variants, warned):
+    """The learn sweeps once ran with GOMP_SPINCOUNT=0 set, which halved torch's speed unnoticed: a sweep with a
+    torch script names the setting in its first lines; one of JAX scripts alone (no OpenMP) does not."""
+    flags = ["--preset", "quick", "--variants", variants, "--dry-run", "--out", str(tmp_path / "out")]
+    openmp = ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")
+    overridden = sweep(*flags, env={"GOMP_SPINCOUNT": "0"}, unset=openmp)
+    unset = sweep(*flags, unset=openmp)
+    assert overridden.returncode == unset.returncode == 0, overridden.stderr + unset.stderr
+    assert ("warning: GOMP_SPINCOUNT=0 in the environment" in overridden.stdout) == warned
+    assert "warning" not in unset.stdout
 
 
 def test_each_block_runs_every_variant_back_to_back_in_a_rotating_order(tmp_path):

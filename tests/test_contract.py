@@ -116,6 +116,11 @@ def check_record(
     assert record["cpu"]["model"] == f"{lscpu['Model name']} (family {lscpu['CPU family']}, model {lscpu['Model']})"
     allowed = subprocess.run(["taskset", "-cp", str(os.getpid())], capture_output=True, text=True).stdout.split(":")[1]
     assert record["cpu"]["cores"] == sum(cpus_in(part) for part in allowed.split(","))
+    # The OpenMP settings the run saw: this process's (the run inherits them), and the torch scripts' own defaults
+    # where the environment sets none.
+    own = {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "3000"} if framework(variant) == "torch" else {}
+    expected = {k: os.environ.get(k, own.get(k)) for k in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    assert record["cpu"]["openmp"] == expected
     # Peak RSS in MiB: a process that imported jax holds more than 100 MiB, and less than this machine has.
     assert 100 < record["peak_host_memory_mb"] < os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**20
     assert record["devices"] == ({"torch": "cpu", "jax": "cpu:0"} if framework(variant) == "torch" else {"jax": "cpu:0"})
