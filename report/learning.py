@@ -28,11 +28,13 @@ COLLAPSED = 425
 # after them (docs/results.md). SpaceInvaders-MinAtar's 20 and 30 were fixed before its learn runs from one pilot run
 # (Linen, seed 0: 20 by iteration 30, 30 by iteration 63, 36 at the end); Freeway-MinAtar's 20 and 25 likewise (Linen,
 # seed 0: 20.1 at iteration 20, 26.4 at 30, about 29 from 60 on; its episodes last 2,500 steps, so a return arrives
-# about every tenth iteration). DiscountingChain-bsuite's, UmbrellaChain-bsuite's and the two bandits' were fixed
-# before their learn runs from the environment's random and best returns and one pilot run each (Linen, seed 0):
-# DiscountingChain, random about 1.02, best 1.1 (the pilot: 1.08 at iteration 15, 1.1 from 25 on); UmbrellaChain,
-# random 0, best 1 (0.8 at 10, about 1 from 15 on); BernoulliBandit, random 50, best about 90 (74 at 15, about 81
-# from 25 on); GaussianBandit, random -50, 0 for never trying the second arm, best about 8 (2 at 15, 0 to 7 after).
+# about every tenth iteration); Asterix-MinAtar's 1.0 and 1.25 likewise (Linen, seed 0: about 0.5 at first, 1.0 from
+# about iteration 25, 1.25 from about 37, then a noisy plateau of 1.1-1.7, 1.4 at the end).
+# DiscountingChain-bsuite's, UmbrellaChain-bsuite's and the two bandits' were fixed before their learn runs from
+# the environment's random and best returns and one pilot run each (Linen, seed 0): DiscountingChain, random about
+# 1.02, best 1.1 (the pilot: 1.08 at iteration 15, 1.1 from 25 on); UmbrellaChain, random 0, best 1 (0.8 at 10, about
+# 1 from 15 on); BernoulliBandit, random 50, best about 90 (74 at 15, about 81 from 25 on); GaussianBandit, random
+# -50, 0 for never trying the second arm, best about 8 (2 at 15, 0 to 7 after).
 # Neither MountainCar-v0 (-200, no episode reached the flag) nor MemoryChain-bsuite (its cue is seen only at the
 # first step: a policy without memory cannot learn it) learned in the pilot: they have no bar.
 # And, on CartPole-v1, the line below which a run that reached 500 "collapsed".
@@ -42,6 +44,7 @@ THRESHOLDS = {
     "Breakout-MinAtar": (8.0, 6.0),
     "SpaceInvaders-MinAtar": (20.0, 30.0),
     "Freeway-MinAtar": (20.0, 25.0),
+    "Asterix-MinAtar": (1.0, 1.25),
     "DiscountingChain-bsuite": (1.06, 1.09),
     "UmbrellaChain-bsuite": (0.5, 0.8),
     "BernoulliBandit-misc": (70.0, 75.0),
