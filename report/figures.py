@@ -82,9 +82,10 @@ def draw_ratios(ax, rows):
     ax.set_yscale("log")
 
 
-def name_envs(ax, x, gap=8) -> None:
+def name_envs(ax, x, gap=8, marked=()) -> None:
     """The environments' names along the x-axis, at their x positions (the axis' scale and limits set): a name that
-    would overlap the one to its left moves right, `gap` points from it, with a line to its position."""
+    would overlap the one to its left moves right, `gap` points from it, with a line to its position; a name in
+    `marked` ends in a dagger."""
     ax.get_xlim()  # settles autoscaling, which transData alone does not
     points = 72 / ax.figure.dpi
     placed = -float("inf")
@@ -92,7 +93,7 @@ def name_envs(ax, x, gap=8) -> None:
         at = ax.transData.transform((position, 1))[0] * points
         placed = max(at, placed + gap)
         ax.annotate(
-            env,
+            f"{env} \N{DAGGER}" if env in marked else env,
             (position, 0),
             xycoords=("data", "axes fraction"),
             rotation=90,
@@ -159,7 +160,9 @@ def answer(section, out) -> None:
             ax.set_xlim(min(shown.values()) / 2, max(shown.values()) * 2)
         else:
             ax.set_xlim(-0.5, len(envs) - 0.5)
-        name_envs(ax, shown)
+        name_envs(ax, shown, marked=section["host_waits"])
+        if set(shown) & set(section["host_waits"]):
+            ax.set_title(f"size {size} (\N{DAGGER} the GPU waits for the host in its step)", fontsize=9)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=8)
     save(fig, out, "answer_env_cost.png", legend_inches=0.35)

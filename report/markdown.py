@@ -52,7 +52,8 @@ def answer(s) -> list:
     lines = [
         image("answer_env_cost.png"),
         f"Each variant's steady iteration (median of iterations 1-end) as a multiple of {REFERENCE}'s, {RATIO_TEXT} "
-        "Points: one environment each, with its interval; the dashed line: as fast as jax_linen.",
+        "Points: one environment each, with its interval; the dashed line: as fast as jax_linen."
+        + "".join(f" \N{DAGGER} {env}: {why}, in every variant alike." for env, why in s["host_waits"].items()),
         "",
     ]
     if s["size_envs"]:

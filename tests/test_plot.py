@@ -365,6 +365,21 @@ def test_records_of_two_devices_give_two_reports_and_no_ratio_across_them(tmp_pa
     assert steady["ratio"] == pytest.approx(2) and steady["n_blocks"] == 4
 
 
+@pytest.mark.parametrize("device", ["NVIDIA H100 80GB HBM3", "cpu"])
+def test_on_a_gpu_the_answer_marks_the_environment_whose_step_waits_for_the_host(tmp_path, device):
+    """Asterix-MinAtar's lax.while_loop costs a host round trip per trip on a GPU only: a GPU's report names it beside
+    the answer's figure (and daggers its name there); a CPU's report of the same runs says nothing of it."""
+    d = tmp_path / "sweep"
+    for env, seed, variant in itertools.product(["CartPole-v1", "Asterix-MinAtar"], (1, 2, 3), ("jax_linen", "torch")):
+        run = record("overall", variant, env, "s", seed, total=10.0, iteration=0.1)
+        write(d, f"overall/{variant}__{env}__s__seed{seed}.json", {**run, "device": device})
+    assert plot.main([str(d), "--out", str(tmp_path / "out")]) == 0
+    text = (tmp_path / "out" / "summary.md").read_text()
+    said = re.findall(r"\N{DAGGER} ([\w-]+): its step's lax.while_loop", text)
+    assert said == (["Asterix-MinAtar"] if device != "cpu" else [])
+    assert (tmp_path / "out" / "answer_env_cost.png").exists()
+
+
 def test_records_of_two_cpu_models_give_two_reports_and_no_ratio_across_them(tmp_path, capsys):
     """Two CPU models are two machines: torch timed on one and jax_linen on the other are never paired."""
     d = tmp_path / "sweep"
