@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 from gpu_preflight import SKIPPED, preflight  # noqa: E402
 from load_script import load, write_atomic  # noqa: E402
+from presets import HOST_WAITS_ON_GPU  # noqa: E402
 from sync_traps import HostSync, trapped_host_reads  # noqa: E402
 from variants import discover, scripts  # noqa: E402
 
@@ -79,13 +80,14 @@ def switches(flags: tuple) -> dict:
     return {name.removeprefix("no_"): not name.startswith("no_") for name in names}
 
 
-# What Asterix-MinAtar's row is there to see: on a GPU, XLA's default runs a while loop's condition on the host.
+# What an environment's row of HOST_WAITS_ON_GPU is there to see: on a GPU, XLA's default runs a while loop's condition on
+# the host.
 WHILE_LOOP = "the host waits on each trip of the env step's lax.while_loop (XLA's WhileThunk), in every framework"
 # Rows beyond one per variant, each run with its variant: the settings only a GPU runs (bench/variants.py: torch.compile
-# with CUDA graphs), which must repeat their script's returns, and Asterix.
+# with CUDA graphs), which must repeat their script's returns, and the environments whose step waits for the host.
 EXTRAS = [
     Row(v.name, v.setting_of, switches(v.flags), gpu_only=True, same_returns_as=v.setting_of) for v in DISCOVERED if v.gpu_only
-] + [Row("jax_linen@Asterix-MinAtar", "jax_linen", {"env_id": "Asterix-MinAtar"}, observes=WHILE_LOOP)]
+] + [Row(f"jax_linen@{env}", "jax_linen", {"env_id": env}, observes=WHILE_LOOP) for env in HOST_WAITS_ON_GPU]
 
 
 def rows_for(variants: list) -> list:

@@ -20,6 +20,11 @@ STUDY_ENVS = [
 ]
 # Craftax-Classic (craftax_gymnax.py): the expensive environment, where the env may matter more than the framework.
 CRAFTAX = "Craftax-Classic-Symbolic-v1"
+# The environments whose step makes a GPU wait for the host, in every framework alike: gymnax's Asterix-MinAtar runs a
+# data-dependent lax.while_loop (while_sample_slots) in its step, and XLA's GPU runtime reads the loop's condition back
+# to the host on every trip unless while loops run in command buffers (docs/gpu.md); a CPU has no such round trip.
+# gpu-check runs each to see the waits; a GPU's report marks each in its answer.
+HOST_WAITS_ON_GPU = {"Asterix-MinAtar": "its step's lax.while_loop makes the GPU wait for the host on every trip"}
 EXPERIMENTS = ["overall", "sync", "compile", "scaling", "seeds", "learn"]
 TIMED = ["overall", "sync", "compile"]  # the experiments whose x-axis is env_cost.py's
 

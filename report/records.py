@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-from presets import EXPERIMENTS  # noqa: E402
+from presets import EXPERIMENTS, HOST_WAITS_ON_GPU  # noqa: E402,F401  (HOST_WAITS_ON_GPU: for report.summary)
 from presets import SIZES as PLAN_SIZES  # noqa: E402
 from variants import compile_pairs, discover, scripts, setting_name  # noqa: E402
 

@@ -7,7 +7,14 @@ from pathlib import Path
 from typing import Optional
 
 from report import learning, seeds, timing
-from report.records import env_axis, group_by, handover_floors, host_cores, machine  # (it puts bench/ on the path)
+from report.records import (  # (it puts bench/ on the path)
+    HOST_WAITS_ON_GPU,
+    env_axis,
+    group_by,
+    handover_floors,
+    host_cores,
+    machine,
+)
 
 
 @dataclass
@@ -73,20 +80,15 @@ def header(runs, failures, directory: Path) -> dict:
     }
 
 
-# Environments whose step makes the device wait for the host on a GPU, in every framework alike: gymnax's Asterix-MinAtar
-# runs a data-dependent lax.while_loop (while_sample_slots) in its step, and XLA's GPU runtime reads the loop's
-# condition back to the host on every trip unless while loops run in command buffers (docs/gpu.md). A CPU has no
-# such round trip. The answer's figure and text mark them on a GPU's report.
-HOST_WAITS_ON_GPU = {"Asterix-MinAtar": "its step's lax.while_loop makes the GPU wait for the host on every trip"}
-
-
 def answer(runs, directory: Path):
     """timing.answer, with the x-axis of its environments (their cost, or their names) and, on a GPU, the environments
     whose step waits for the host."""
     section = timing.answer(runs)
+    if not section:
+        return section
     on_gpu = runs[0].record["device"] != "cpu"
-    host_waits = {env: why for env, why in HOST_WAITS_ON_GPU.items() if on_gpu and env in (section or {}).get("envs", ())}
-    return section and {**section, "axis": env_axis(directory, section["envs"]), "host_waits": host_waits}
+    host_waits = {env: why for env, why in HOST_WAITS_ON_GPU.items() if on_gpu and env in section["envs"]}
+    return {**section, "axis": env_axis(directory, section["envs"]), "host_waits": host_waits}
 
 
 def durations(runs, directory: Path):
