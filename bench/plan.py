@@ -206,7 +206,8 @@ def make_plan(p: dict, variants: list) -> list:
     spells (tens of percent here) fall on both sides of a ratio. Each seed of a cell is one such block, and the
     variants' order rotates from block to block, so that no variant always runs first after a pause (or after a
     run that leaves the machine warm). A preset with whole_cells reorders the blocks: every seed of a cell, then the
-    next cell (by size, env and experiment), each block as it was."""
+    next cell, each block as it was: the first cell (first size, first env) in every experiment, then the first
+    experiment's other cells, then the other experiments' (each by size, env and experiment)."""
     by_name = {v.name: v for v in variants}  # the scripts and their settings (jax_nnx+nocache)
     settings_of = {}  # each script's settings in this plan
     for v in variants:
@@ -267,9 +268,16 @@ def make_plan(p: dict, variants: list) -> list:
                     block(exp, env, "s", seed, None, None, [], allowed(exp, "variants", names))
     if p["whole_cells"]:
         order = {size: i for i, size in enumerate(p["sizes"])}, {env: i for i, env in enumerate(p["envs"])}
+        first = (p["sizes"][0], p["envs"][0])
 
-        def cell(run):  # (size, env, experiment); a sort is stable, so seeds and blocks keep their order
-            return order[0].get(run[6], len(order[0])), order[1].get(run[2], len(order[1])), p["experiments"].index(run[5])
+        def cell(run):  # a sort is stable, so seeds and blocks keep their order
+            later = (run[6], run[2]) != first and p["experiments"].index(run[5]) > 0
+            return (
+                later,
+                order[0].get(run[6], len(order[0])),
+                order[1].get(run[2], len(order[1])),
+                p["experiments"].index(run[5]),
+            )
 
         runs.sort(key=cell)
     return runs

@@ -47,8 +47,10 @@ class AllBut(tuple):
 # (bench/variants.py; left out of a sweep on a machine without one) and whose estimate is derived for a GPU
 # (bench/run_costs.py). parts: how many parts --part cuts the plan into. settings_in_overall: the overall
 # experiment's blocks hold the GPU-only settings beside every variant (so the answer has torch's best against Linen),
-# and the compile experiment, when overall runs, leaves them out. whole_cells: every seed of a cell before the next cell, cells by size, then
-# env, then experiment, so that a sweep stopped early (a lent GPU's lease) holds whole cells with intervals.
+# and the compile experiment, when overall runs, leaves them out. whole_cells: every seed of a cell before the next
+# cell, so that a sweep stopped early (a lent GPU's lease) holds whole cells with intervals: the first cell (first
+# size and env) in every experiment, then the first experiment's other cells by size and env (the answer's size
+# axis), then the other experiments' cells.
 FULL = {
     "envs": STUDY_ENVS,
     "sizes": ["s", "m", "l"],
@@ -133,8 +135,9 @@ PRESETS = {
     # The headline questions on one GPU, in 14 parts of under 10 minutes each (--part 1 .. --part 14, each resumed
     # like any sweep; docs/sweep.md): model size, s, m and l on CartPole-v1 and Breakout-MinAtar (a cheap env and a
     # dear one), torch.compile with CUDA graphs in every block beside the other variants; rollout vs update (sync)
-    # and NNX without cached_partial at s on both; 3 seeds (blocks). Whole cells first, size s first: the first parts
-    # answer CartPole-v1 at s with intervals, as a lent GPU's first quarter hour can. 11 iterations: a steady time
+    # and NNX without cached_partial at s on both; 3 seeds (blocks). Whole cells, CartPole-v1 at s first: the first parts
+    # answer it with intervals, as a lent GPU's first quarter hour can; then the overall cells up to size l, then
+    # Breakout-MinAtar's sync and compile cells, which repeat CartPole-v1's questions on a dearer env. 11 iterations: a steady time
     # over 10, on a GPU held alone. linen_nojit is left out: eager, it dispatches every op from Python, and what jit
     # buys is answered on the CPU. Every run starts a process and compiles from cold: those seconds, not the
     # iterations, make most of its time (--dry-run: its estimate from CPU costs; docs/sweep.md).

@@ -610,11 +610,16 @@ def test_the_gpu_preset_plans_its_parts_and_labels_its_estimate_as_from_cpu_cost
     assert {key[1:] for key in cells if key[0] == "sync"} == {(v, e, "s") for v in timing for e in both}
     # compile: NNX's setting beside it; torch_compile's needs the GPU this machine lacks, so its block is not planned
     assert {key[1:3] for key in cells if key[0] == "compile"} == {(v, e) for v in ("jax_nnx", "jax_nnx+nocache") for e in both}
-    # Whole cells, size s first: each cell's runs (every seed) follow each other, so its first part answers
-    # CartPole-v1 at s with intervals.
+    # Whole cells: each cell's runs (every seed) follow each other. CartPole-v1 at s first in every experiment, so
+    # the first parts answer it with intervals; then the answer's (overall) cells by size, so a lease cut short
+    # has the size axis before Breakout-MinAtar's sync and compile cells, which ask CartPole-v1's questions again.
     order = [key for key, _ in itertools.groupby(names, key=lambda name: (name.split("/")[0], *name.split("__")[1:3]))]
-    assert len(order) == len(set(order)) and order[0] == ("overall", "CartPole-v1", "s")
-    assert [size for _, _, size in order] == sorted((size for _, _, size in order), key="sml".index)
+    assert len(order) == len(set(order))
+    assert order[:3] == [(exp, "CartPole-v1", "s") for exp in ("overall", "sync", "compile")]
+    overall = [cell for cell in order[3:] if cell[0] == "overall"]
+    assert order[3 : 3 + len(overall)] == overall and len(overall) == 5
+    assert [size for _, _, size in overall] == sorted((size for _, _, size in overall), key="sml".index)
+    assert order[3 + len(overall) :] == [(exp, "Breakout-MinAtar", "s") for exp in ("sync", "compile")]
 
     # Its parts tile the plan in order, each of whole blocks; --part K plans part K alone.
     parts = [tuple(map(int, p)) for p in re.findall(r"^  --part (\d+): runs (\d+)-(\d+), estimated ", proc.stdout, re.M)]
