@@ -9,7 +9,7 @@ matplotlib.use("Agg")  # headless: no display needed, nothing opens a window
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator  # noqa: E402
 
 from report.records import COMPILE_PAIRS, DECLARED  # noqa: E402
 from report.timing import REFERENCE, SPEEDUP_METRICS  # noqa: E402
@@ -41,6 +41,15 @@ def save(fig, out, name: str, legend_inches: float = 0.0) -> None:
     plt.close(fig)
 
 
+def figure_legend(fig, ax) -> float:
+    """ax's legend above the whole figure, in as many rows as the figure's width needs (about 1.7 inches an entry,
+    so that no entry is cut off): the inches it takes, for save's legend_inches."""
+    handles, labels = ax.get_legend_handles_labels()
+    ncol = min(len(labels), max(1, int(fig.get_figwidth() / 1.7)))
+    fig.legend(handles, labels, loc="upper center", ncol=ncol, fontsize=8)
+    return 0.05 + 0.22 * -(-len(labels) // ncol)
+
+
 def size_axes(sizes):
     """A figure with one subplot per model size, side by side: (fig, axes[0][i] for size i)."""
     return plt.subplots(1, len(sizes), figsize=(5 * len(sizes), 4.5), squeeze=False)
@@ -53,11 +62,18 @@ def plain(v) -> str:
 
 def plain_log_ticks(ax) -> None:
     """Plain tick labels (0.5, 2, 30) on log axes; minor ticks labelled over less than a decade (all of them) or
-    a few decades (2s and 5s)."""
+    a few decades (2s and 5s). Over less than a factor of 4 (ratios near 1) the log ticks leave most of the axis
+    unlabelled (nothing between 1 and 2): there, evenly spaced round ticks (0.9, 1, 1.1, ...) instead."""
     for axis, (low, high) in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
         if axis.get_scale() == "log":
-            digits = "123456789" if high / low < 10 else "25" if high / low < 300 else ""
             axis.set_major_formatter(FuncFormatter(lambda v, _: plain(v)))
+            low, high = sorted((low, high))
+            even = [t for t in MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10]).tick_values(low, high) if low <= t <= high]
+            if high / low < 4 and len(even) >= 3:
+                axis.set_major_locator(FixedLocator(even))
+                axis.set_minor_locator(NullLocator())
+                continue
+            digits = "123456789" if high / low < 10 else "25" if high / low < 300 else ""
             axis.set_minor_formatter(FuncFormatter(lambda v, _, digits=digits: plain(v) if f"{v:e}"[0] in digits else ""))
 
 
@@ -163,9 +179,7 @@ def answer(section, out) -> None:
         name_envs(ax, shown, marked=section["host_waits"])
         if set(shown) & set(section["host_waits"]):
             ax.set_title(f"size {size} (\N{DAGGER} the GPU waits for the host in its step)", fontsize=9)
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=8)
-    save(fig, out, "answer_env_cost.png", legend_inches=0.35)
+    save(fig, out, "answer_env_cost.png", legend_inches=figure_legend(fig, axes[0, 0]))
     params, size_envs = section["params"], section["size_envs"][: len(ENV_STYLES)]
     if not size_envs:
         return

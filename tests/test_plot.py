@@ -722,3 +722,40 @@ def test_seeds_at_once_are_compared_with_one_by_one_block_by_block(tmp_path):
     assert four["host_mb_median"] == 400 and rows["torch", 1]["at_once_over_one_by_one"] is None
     assert math.isclose(rows["torch", 1]["agent_sps"], 32 * 256 / 0.3)
     assert (d / "seeds.png").exists() and "## Seeds at once (--num-seeds) against one by one" in (d / "summary.md").read_text()
+
+
+def test_a_log_axis_of_ratios_near_1_is_labelled_along_its_length():
+    """A panel of ratios from 0.9 to 1.6 (size l): log ticks would label only 0.9 and 1, leaving torch's 1.3 with no
+    tick near it; the axis gets evenly spaced round ticks instead, and a wide axis keeps its log ticks."""
+    from report import figures
+
+    fig, (narrow, wide) = figures.plt.subplots(1, 2)
+    for ax, (low, high) in ((narrow, (0.9, 1.6)), (wide, (0.5, 80))):
+        ax.set_yscale("log")
+        ax.set_ylim(low, high)
+        figures.plain_log_ticks(ax)
+    fig.canvas.draw()
+    labelled = [float(t.get_text()) for t in narrow.get_yticklabels() if t.get_text()]
+    shown = [v for v in labelled if 0.9 <= v <= 1.6]
+    assert len(shown) >= 4 and max(shown) >= 1.4 and min(np.diff(sorted(shown))) > 0, labelled
+    assert {"1", "10"} <= {t.get_text() for t in wide.get_yticklabels()}
+    figures.plt.close(fig)
+
+
+def test_the_answers_legend_fits_its_figure_when_one_panel_holds_every_variant():
+    """One size (the gpu preset's first parts) and seven entries, the longest torch_compile+graphs: the legend
+    above the panel stays inside the figure, in as many rows as it needs, and clear of the panel's title."""
+    from report import figures
+
+    fig, axes = figures.size_axes(["s"])
+    ax = axes[0, 0]
+    for name in ("jax_linen (1)", "jax_nnx", "jax_equinox", "torch", "torch_compile", "torch_compile+graphs", "x"):
+        ax.plot([1, 2], [1, 2], label=name)
+    ax.set_title("size s")
+    inches = figures.figure_legend(fig, ax)
+    fig.tight_layout(rect=(0, 0, 1, 1 - inches / fig.get_figheight()))
+    fig.canvas.draw()
+    legend, title = fig.legends[0].get_window_extent(), ax.title.get_window_extent()
+    assert 0 <= legend.x0 and legend.x1 <= fig.bbox.width and legend.y1 <= fig.bbox.height
+    assert legend.y0 >= title.y1
+    figures.plt.close(fig)
