@@ -215,8 +215,11 @@ def estimate(lines, costs: Path = COSTS, at_once: int = 1, gpu: bool = False, so
     shared = {id(t): len(keys & {(c["variant"], c["env"], c["size"]) for c in t["cells"]}) for t in tables}
     reference = max((t for t in tables if t is not table and shared[id(t)]), key=lambda t: shared[id(t)], default=None)
     estimator, total, known, unknown = Estimator(table, reference), 0.0, 0, set()
-    measured = {variant for variant, _, _ in [*estimator.cells, *(estimator.reference.cells if estimator.reference else ())]}
+    cells = [*estimator.cells, *(estimator.reference.cells if estimator.reference else ())]
+    measured, measured_envs, unmeasured_envs = {v for v, _, _ in cells}, {e for _, e, _ in cells}, set()
     for variant, env, size, iterations, *seeds in (line.split() for line in lines if line.strip()):
+        if env not in measured_envs:
+            unmeasured_envs.add(env)
         if gpu:
             size, variant = "s", variant if variant in measured else variant.split("+")[0]
         seconds = estimator.seconds(variant, env, size, int(iterations), int(seeds[0]) if seeds else 1)
@@ -235,6 +238,8 @@ def estimate(lines, costs: Path = COSTS, at_once: int = 1, gpu: bool = False, so
         )
     if unknown:
         text += f"; no measured cost for {', '.join(sorted(unknown))}: their runs are not counted"
+    if unmeasured_envs:  # priced as a typical env, which a dear env's step may exceed many times over
+        text += f"; {', '.join(sorted(unmeasured_envs))} never measured: priced as a typical environment, too low if its step is dear"
     return text
 
 

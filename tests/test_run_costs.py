@@ -64,6 +64,16 @@ def test_the_estimate_line_counts_days_and_names_what_it_cannot_estimate(tmp_pat
     )
 
 
+def test_an_environment_no_run_ever_measured_is_named_in_the_estimate(tmp_path):
+    """An env no table holds (the full Craftax, never timed) is priced as a typical one, which may be far too low for
+    a dear step: the estimate says so, naming it, and says nothing of the envs it has measured."""
+    costs = tmp_path / "costs.json"
+    costs.write_text(json.dumps(TABLE))
+    line = run_costs.estimate(["torch Craftax-Symbolic-v1 s 6", "jax_linen CartPole-v1 s 6"], costs, cpu="Test CPU")
+    assert line.endswith("; Craftax-Symbolic-v1 never measured: priced as a typical environment, too low if its step is dear")
+    assert "never measured" not in run_costs.estimate(["torch Breakout-MinAtar s 6"], costs, cpu="Test CPU")
+
+
 def test_an_estimate_for_a_gpu_is_derived_from_the_cpu_costs_and_says_so(tmp_path):
     costs = tmp_path / "costs.json"
     costs.write_text(json.dumps(TABLE))
