@@ -135,12 +135,13 @@ PRESETS = {
     # The headline questions on one GPU, in 14 parts of under 10 minutes each (--part 1 .. --part 14, each resumed
     # like any sweep; docs/sweep.md): model size, s, m and l on CartPole-v1 and Breakout-MinAtar (a cheap env and a
     # dear one), torch.compile with CUDA graphs in every block beside the other variants; rollout vs update (sync)
-    # and NNX without cached_partial at s on both; 3 seeds (blocks). Whole cells, CartPole-v1 at s first: the first parts
-    # answer it with intervals, as a lent GPU's first quarter hour can; then the overall cells up to size l, then
-    # Breakout-MinAtar's sync and compile cells, which repeat CartPole-v1's questions on a dearer env. 11 iterations: a steady time
-    # over 10, on a GPU held alone. linen_nojit is left out: eager, it dispatches every op from Python, and what jit
-    # buys is answered on the CPU. Every run starts a process and compiles from cold: those seconds, not the
-    # iterations, make most of its time (--dry-run: its estimate from CPU costs; docs/sweep.md).
+    # and NNX without cached_partial at s on both; 3 seeds (blocks). Whole cells, CartPole-v1 at s first: the first
+    # parts answer it with intervals, as a lent GPU's first quarter hour can; then the overall cells up to size l,
+    # then Breakout-MinAtar's sync and compile cells, which repeat CartPole-v1's questions on a dearer env. 11
+    # iterations: a steady time over 10, on a GPU held alone. linen_nojit is left out: eager, it dispatches every op
+    # from Python, and what jit buys is answered on the CPU. Every run starts a process and compiles from cold:
+    # those seconds, not the iterations, make most of its time (--dry-run: its estimate from CPU costs;
+    # docs/sweep.md).
     "gpu": {
         "for_gpu": True,
         "parts": 14,

@@ -65,7 +65,7 @@ def test_the_estimate_line_counts_days_and_names_what_it_cannot_estimate(tmp_pat
 
 
 def test_an_environment_no_run_ever_measured_is_named_in_the_estimate(tmp_path):
-    """An env no table holds (the full Craftax, never timed) is priced as a typical one, which may be far too low for
+    """An env no table holds (one never timed on any machine) is priced as a typical one, which may be far too low for
     a dear step: the estimate says so, naming it, and says nothing of the envs it has measured."""
     costs = tmp_path / "costs.json"
     costs.write_text(json.dumps(TABLE))
