@@ -650,8 +650,10 @@ def shown(final_return) -> str:
 
 
 def cpu_info() -> dict:
-    """The CPU model as Linux names it, the cores this process may use (timings of two models never mix), and the
-    OpenMP settings the process ran under: how torch's threads wait, which can change its CPU time twofold."""
+    """The CPU model as Linux names it, the cores this process may use (timings of two models never mix), the
+    OpenMP settings the process ran under (how torch's threads wait, which can change its CPU time twofold) and the
+    allocator's (glibc's tunables, a preloaded malloc): whether freed memory goes back to the kernel, to be faulted
+    in again page by page, which slows every call that allocates much afresh (docs/results.md)."""
     first = ""
     if os.path.exists("/proc/cpuinfo"):
         with open("/proc/cpuinfo") as f:
@@ -662,7 +664,8 @@ def cpu_info() -> dict:
         model += f" (family {fields['cpu family']}, model {fields.get('model')})"
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     openmp = {name: os.environ.get(name) for name in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
-    return {"model": model, "cores": cores, "openmp": openmp}
+    allocator = {name: os.environ.get(name) for name in ("GLIBC_TUNABLES", "LD_PRELOAD")}
+    return {"model": model, "cores": cores, "openmp": openmp, "allocator": allocator}
 
 
 def run_quietly(*command: str) -> Optional[str]:

@@ -73,10 +73,20 @@ def gpu_names() -> list:
     return [line.strip() for line in listed.stdout.splitlines() if line.strip()] if listed.returncode == 0 else []
 
 
+ALLOCATOR = ("GLIBC_TUNABLES", "LD_PRELOAD")  # the variables the scripts' cpu_info() records under "allocator"
+
+
+def allocator_setting(variables) -> str:
+    """The allocator settings among `variables` (a record's cpu.allocator, or os.environ) as one string, '' for the
+    defaults: timings under two settings are never compared. Records from before it was recorded ran under none."""
+    return " ".join(f"{name}={variables[name]}" for name in ALLOCATOR if variables.get(name))
+
+
 def other_machine(out: str) -> str:
     """A record in `out` timed on another machine than this one, named with both, or '': on a CPU, another CPU
-    model; on a GPU, a GPU this machine does not have, or another CPU beside it (the host dispatches every kernel)."""
-    here, gpus = cpu_model(), None
+    model; on a GPU, a GPU this machine does not have, or another CPU beside it (the host dispatches every kernel);
+    on either, another allocator setting than this process's environment."""
+    here, gpus, allocator = cpu_model(), None, allocator_setting(os.environ)
     for path in Path(out).rglob("*.json"):
         try:
             record = json.loads(path.read_text())
@@ -92,4 +102,6 @@ def other_machine(out: str) -> str:
                 return f"{path.name} was timed on an {gpu}, and this machine has {', '.join(gpus) or 'no GPU'}"
         if model not in (None, here):
             return f"{path.name} was timed on {model}, and this machine is {here}"
+        if (theirs := allocator_setting((record.get("cpu") or {}).get("allocator") or {})) != allocator:
+            return f"{path.name} was timed with {theirs or 'no allocator setting'}, and this sweep has {allocator or 'none'}"
     return ""

@@ -16,6 +16,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from presets import EXPERIMENTS, HOST_WAITS_ON_GPU  # noqa: E402,F401  (HOST_WAITS_ON_GPU: for report.summary)
 from presets import SIZES as PLAN_SIZES  # noqa: E402
+from run_records import allocator_setting  # noqa: E402
 from variants import compile_pairs, discover, scripts, setting_name  # noqa: E402
 
 # The variants are the ppo_*.py scripts, in the order and colours they declare (bench/variants.py); a compile
@@ -135,12 +136,15 @@ def load_runs(directory: Path):
 
 
 def machine(record) -> str:
-    """What a run's times were measured on: its GPU, or its CPU model and the cores it could use (records
-    before schema 2 do not name the CPU: they count as one machine of their own)."""
+    """What a run's times were measured on: its GPU, or its CPU model and the cores it could use, with the allocator
+    setting it ran under if any (records before schema 2 do not name the CPU: they count as one machine of their own)."""
     if record["device"] != "cpu":
         return record["device"]
     cpu = record.get("cpu")
-    return f"{cpu['model']}, {cpu['cores']} cores" if cpu else "cpu, model not recorded"
+    if not cpu:
+        return "cpu, model not recorded"
+    setting = allocator_setting(cpu.get("allocator") or {})
+    return f"{cpu['model']}, {cpu['cores']} cores" + (f", {setting}" if setting else "")
 
 
 def env_axis(directory: Path, envs):

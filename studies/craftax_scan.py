@@ -1,4 +1,4 @@
-"""Is Craftax-Classic's step slower inside a compiled `lax.scan` than jitted alone and called once per step, and why?
+"""Is a Craftax step slower inside a compiled `lax.scan` than jitted alone and called once per step, and why?
 
 The Craftax sync runs (results/craftax-sync) found torch's rollout faster than Linen's, and nearly all of it the env
 steps and DLPack hand-overs: the torch scripts call one jitted JAX env step per rollout step, where the JAX scripts
@@ -7,22 +7,32 @@ ppo_jax_linen.py's own step_envs and actions drawn beforehand (no network, no to
 
 - per_call: step_envs jitted and called once per step from Python, as the torch scripts' rollout calls it;
 - scan: the same step in one jitted `lax.scan` that stacks every step's outputs, as the JAX rollout does;
-- scan_state_only: a scan that carries the state and keeps no outputs, as env_cost.py times an env.
+- scan_state_only: a scan that carries the state and keeps no outputs, as env_cost.py times an env;
+- per_call_donated: per_call with the carried state donated (`donate_argnums`), so XLA may update it in place.
 
 Each way starts from the same reset state, so all three do the same steps. Interleaved blocks, the order rotated
 from block to block; per block each way's seconds per step and each scan's ratio over per_call; over the blocks the
-geometric mean with a 95% bootstrap interval (report.timing's, as plot.py computes a ratio's).
+geometric mean with a 95% bootstrap interval (report.timing's, as plot.py computes a ratio's). Each way's minor
+page faults and system CPU seconds per step are counted too: memory the kernel maps afresh shows there.
 
-It runs twice, each time in a child process: on every core this process may use, then pinned to one (`taskset -c
-0`). A scan slower with two cores but not with one would mean that XLA spreads the step over the cores when it is
-called alone and not inside the loop.
+Each setting is a child process of its own (`--settings`, all three by default):
+- all_cores: on every core this process may use;
+- one_core: pinned to one (`taskset -c 0`); a scan slower with two cores but not with one would mean that XLA
+  spreads the step over the cores when it is called alone and not inside the loop;
+- keep_memory: every core, with glibc's malloc told to keep the memory it frees (GLIBC_TUNABLES: no mmap, no trim,
+  one arena); glibc hands a freed block of over 32 MB back to the kernel, which maps it afresh, page by page, when
+  the next call allocates it again.
 
     python studies/craftax_scan.py --out results/craftax_scan.json
+    python studies/craftax_scan.py --env-id Craftax-Symbolic-v1 --settings all_cores,keep_memory --blocks 3 \
+        --out results/craftax_scan_full.json
 """
 
 import argparse
 import json
 import os
+import platform
+import resource
 import shutil
 import subprocess
 import sys
@@ -34,18 +44,20 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path[:0] = [ROOT, os.path.join(ROOT, "bench")]
 from load_script import check_out, write_atomic  # noqa: E402
 
-ENV_ID = "Craftax-Classic-Symbolic-v1"
-WAYS = ("per_call", "scan", "scan_state_only")
+WAYS = ("per_call", "scan", "scan_state_only", "per_call_donated")
+# glibc's documented malloc tunables (glibc manual, "Memory Allocation Tunables"): never serve an allocation by mmap,
+# never trim the heap's top, one arena for every thread (threads' arenas are mmapped heaps, trimmed apart).
+KEEP_MEMORY = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=4294967296:glibc.malloc.arena_max=1"
 
 
-def make_ways(num_envs: int, num_steps: int, seed: int) -> dict:
+def make_ways(env_id: str, num_envs: int, num_steps: int, seed: int) -> dict:
     """Each way as a function of nothing that makes the `num_steps` steps and returns once they are done."""
     import jax
     import jax.numpy as jnp
 
     import ppo_jax_linen as linen
 
-    env, params = linen.make_env(ENV_ID)
+    env, params = linen.make_env(env_id)
     reset_key, action_key, step_key = jax.random.split(jax.random.key(seed), 3)
     _, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, num_envs), params)
     # strongly typed from the start, as the torch scripts make it: a jitted step would otherwise compile twice
@@ -62,18 +74,20 @@ def make_ways(num_envs: int, num_steps: int, seed: int) -> dict:
         return (env_state, episode), (obs, outputs, finished)
 
     step_once = jax.jit(step)
+    step_donated = jax.jit(step, donate_argnums=0)  # the carry's buffers may hold the next carry
     scan = jax.jit(lambda carry, xs: jax.lax.scan(step, carry, xs))
     scan_state_only = jax.jit(lambda carry, xs: jax.lax.scan(lambda c, x: (step(c, x)[0], None), carry, xs)[0])
 
-    def per_call():
-        carry, outputs = start, []
+    def per_call(step_jitted):
+        carry, outputs = jax.tree.map(jnp.copy, start), []  # a copy: a donated carry is gone after the call
         for xs in per_step:
-            carry, out = step_once(carry, xs)
+            carry, out = step_jitted(carry, xs)
             outputs.append(out)  # kept, as a rollout keeps them
         return jax.block_until_ready((carry, outputs))
 
     return {
-        "per_call": per_call,
+        "per_call": lambda: per_call(step_once),
+        "per_call_donated": lambda: per_call(step_donated),
         "scan": lambda: jax.block_until_ready(scan(start, (keys, actions))),
         "scan_state_only": lambda: jax.block_until_ready(scan_state_only(start, (keys, actions))),
     }
@@ -83,20 +97,31 @@ def child(a) -> dict:
     """One process's measurements: each way's first call (compilation) and its seconds per step in every block."""
     import ppo_jax_linen as linen
 
-    ways = make_ways(a.num_envs, a.num_steps, a.seed)
+    ways = make_ways(a.env_id, a.num_envs, a.num_steps, a.seed)
     first = {}
     for name, run in ways.items():
         t0 = time.perf_counter()
         run()
         first[name] = time.perf_counter() - t0
-    seconds = {name: [] for name in ways}
+    seconds, faults, system = ({name: [] for name in ways} for _ in range(3))
     for block in range(a.blocks):
         for i in range(len(WAYS)):
             name = WAYS[(i + block) % len(WAYS)]  # rotated: no way always runs first
-            t0 = time.perf_counter()
+            before, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
             ways[name]()
             seconds[name].append((time.perf_counter() - t0) / a.num_steps)
-    return {"cores": len(os.sched_getaffinity(0)), "cpu": linen.cpu_info(), "first_call_s": first, "per_step_s": seconds}
+            after = resource.getrusage(resource.RUSAGE_SELF)
+            faults[name].append((after.ru_minflt - before.ru_minflt) / a.num_steps)
+            system[name].append((after.ru_stime - before.ru_stime) / a.num_steps)
+    return {
+        "cores": len(os.sched_getaffinity(0)),
+        "cpu": linen.cpu_info(),
+        "glibc_tunables": os.environ.get("GLIBC_TUNABLES"),
+        "first_call_s": first,
+        "per_step_s": seconds,
+        "minor_faults_per_step": faults,
+        "system_s_per_step": system,
+    }
 
 
 def summary(measured: dict) -> dict:
@@ -106,8 +131,11 @@ def summary(measured: dict) -> dict:
     per_step = measured["per_step_s"]
     result = {
         "cores": measured["cores"],
+        "glibc_tunables": measured["glibc_tunables"],
         "first_call_s": measured["first_call_s"],
         "ms_per_step": {name: 1e3 * float(np.median(s)) for name, s in per_step.items()},
+        "minor_faults_per_step": {name: float(np.median(f)) for name, f in measured["minor_faults_per_step"].items()},
+        "system_ms_per_step": {name: 1e3 * float(np.median(s)) for name, s in measured["system_s_per_step"].items()},
     }
     for name in WAYS[1:]:
         logs = np.log(np.array(per_step[name]) / np.array(per_step["per_call"]))
@@ -121,8 +149,32 @@ def summary(measured: dict) -> dict:
     return result
 
 
+# each setting, and what it needs
+SETTINGS = {
+    "all_cores": "",
+    "one_core": "needs taskset and more than one core",
+    "keep_memory": "needs glibc, whose tunables it sets",
+}
+
+
+def setting_commands(a) -> dict:
+    """Each setting of --settings -> (its child's command, environment), or None where it cannot run here."""
+    own = [sys.executable, os.path.abspath(__file__), "--child", "--env-id", a.env_id, "--seed", str(a.seed)]
+    own += ["--num-envs", str(a.num_envs), "--num-steps", str(a.num_steps), "--blocks", str(a.blocks)]
+    env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
+    can_pin = len(os.sched_getaffinity(0)) > 1 and shutil.which("taskset")
+    runnable = {
+        "all_cores": (own, env),
+        "one_core": (["taskset", "-c", str(min(os.sched_getaffinity(0))), *own], env) if can_pin else None,
+        "keep_memory": (own, {**env, "GLIBC_TUNABLES": KEEP_MEMORY}) if platform.libc_ver()[0] == "glibc" else None,
+    }
+    return {name: runnable.get(name, ()) for name in a.settings.split(",")}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--env-id", default="Craftax-Classic-Symbolic-v1", help="an environment the scripts train")
+    parser.add_argument("--settings", default=",".join(SETTINGS), help="child processes to run, comma-separated")
     parser.add_argument("--num-envs", type=int, default=32, help="parallel environments (the sweep's)")
     parser.add_argument("--num-steps", type=int, default=128, help="steps per timed call of each way")
     parser.add_argument("--blocks", type=int, default=5, help="interleaved blocks")
@@ -139,15 +191,23 @@ def main(argv=None) -> int:
     if a.child:
         print(json.dumps(child(a)))
         return 0
-    own = [sys.executable, os.path.abspath(__file__), "--child"]
-    own += ["--num-envs", str(a.num_envs), "--num-steps", str(a.num_steps), "--blocks", str(a.blocks), "--seed", str(a.seed)]
-    pinned = ["taskset", "-c", str(min(os.sched_getaffinity(0)))]
-    settings = {"all_cores": own}
-    if len(os.sched_getaffinity(0)) > 1 and shutil.which("taskset"):
-        settings["one_core"] = pinned + own
-    result = {"env_id": ENV_ID, "num_envs": a.num_envs, "num_steps": a.num_steps, "blocks": a.blocks}
-    for setting, command in settings.items():
-        proc = subprocess.run(command, capture_output=True, text=True)
+    settings, problem = setting_commands(a), ""
+    unknown = [name for name in settings if name not in SETTINGS]
+    blocked = [name for name, command in settings.items() if command is None]
+    if unknown:
+        problem = f"unknown setting '{unknown[0]}'; settings: {', '.join(SETTINGS)}"
+    elif blocked:
+        problem = f"setting {blocked[0]} cannot run here: it {SETTINGS[blocked[0]]}"
+    else:
+        from env_cost import bad_env
+
+        problem = bad_env([a.env_id])
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    result = {"env_id": a.env_id, "num_envs": a.num_envs, "num_steps": a.num_steps, "blocks": a.blocks}
+    for setting, (command, env) in settings.items():
+        proc = subprocess.run(command, capture_output=True, text=True, env=env)
         if proc.returncode != 0:
             print(f"error: the {setting} measurement failed:\n{proc.stderr[-3000:]}", file=sys.stderr)
             return 1

@@ -380,26 +380,44 @@ def test_on_a_gpu_the_answer_marks_the_environment_whose_step_waits_for_the_host
     assert (tmp_path / "out" / "answer_env_cost.png").exists()
 
 
-def test_records_of_two_cpu_models_give_two_reports_and_no_ratio_across_them(tmp_path, capsys):
-    """Two CPU models are two machines: torch timed on one and jax_linen on the other are never paired."""
+EPYC = "AMD EPYC (family 25, model 1)"
+KEEP = {"GLIBC_TUNABLES": "glibc.malloc.mmap_max=0"}
+
+
+@pytest.mark.parametrize(
+    "jax_cpu, names",
+    [
+        (
+            {"model": "Intel Xeon (family 6, model 143)", "cores": 2},
+            ["AMD-EPYC-family-25-model-1-2-cores", "Intel-Xeon-family-6-model-143-2-cores"],
+        ),
+        (  # one CPU, another allocator setting: glibc told to keep freed memory changes an allocating call's time
+            {"model": EPYC, "cores": 2, "allocator": {**KEEP, "LD_PRELOAD": None}},
+            [
+                "AMD-EPYC-family-25-model-1-2-cores",
+                "AMD-EPYC-family-25-model-1-2-cores-GLIBC-TUNABLES-glibc.malloc.mmap-max-0",
+            ],
+        ),
+    ],
+)
+def test_records_of_two_machines_give_two_reports_and_no_ratio_across_them(tmp_path, capsys, jax_cpu, names):
+    """Two CPU models, or one under two allocator settings, are two machines: torch timed on one and jax_linen on
+    the other are never paired."""
     d = tmp_path / "sweep"
     timed_runs(d, [0.1] * 4, [0.2] * 4)
     for path in d.rglob("*.json"):
         rec = json.loads(path.read_text())
-        model = "AMD EPYC (family 25, model 1)" if rec["variant"] == "torch" else "Intel Xeon (family 6, model 143)"
-        rec.update(schema_version=2, cpu={"model": model, "cores": 2}, peak_host_memory_mb=500.0)
+        cpu = {"model": EPYC, "cores": 2, "allocator": {"GLIBC_TUNABLES": None}} if rec["variant"] == "torch" else jax_cpu
+        rec.update(schema_version=2, cpu=cpu, peak_host_memory_mb=500.0)
         path.write_text(json.dumps(rec))
     assert plot.main([str(d), "--out", str(tmp_path / "out")]) == 0
     assert "2 machines" in capsys.readouterr().err
     reports = sorted((tmp_path / "out").glob("machine-*/summary.json"))
-    assert [p.parent.name for p in reports] == [
-        "machine-AMD-EPYC-family-25-model-1-2-cores",
-        "machine-Intel-Xeon-family-6-model-143-2-cores",
-    ]
+    assert [p.parent.name for p in reports] == [f"machine-{name}" for name in names]
     for report in reports:
         summary = json.loads(report.read_text())
         assert summary["ratios"] == [] and summary["answer"] == []
-    assert "Device: AMD EPYC (family 25, model 1), 2 cores." in (reports[0].parent / "summary.md").read_text()
+    assert f"Device: {EPYC}, 2 cores." in (reports[0].parent / "summary.md").read_text()
 
 
 def test_plot_writes_into_dir_by_default_and_draws_what_it_has(tmp_path):

@@ -22,7 +22,11 @@ STUDIES = {
     "torch_compile_check": (["--seed", "1", "--iterations", "2"], "sampler", "torch_compile"),
     "gae_doubling": (["--blocks", "2", "--calls", "2"], "ratio_doubling_over_loop", "torch"),
     "seeds_learn": (["--num-seeds", "3", "--total-timesteps", "8192"], "statistics", "jax_linen"),
-    "craftax_scan": (["--num-envs", "2", "--num-steps", "2", "--blocks", "3"], "all_cores", "jax_linen"),
+    "craftax_scan": (
+        ["--num-envs", "2", "--num-steps", "2", "--blocks", "2", "--settings", "keep_memory"],
+        "keep_memory",
+        "jax_linen",
+    ),
     "omp_spin": (
         ["--variants", "torch", "--blocks", "2", "--iterations", "2", "--env-id", "CartPole-v1"],
         "variants",
@@ -99,11 +103,19 @@ def test_the_craftax_study_reads_the_sweeps_craftax_runs_and_plays_a_random_poli
     assert {row["variant"] for row in result["statistics"]} == {"jax_linen", "torch"}
 
 
-def test_the_spin_study_refuses_bad_input_before_any_run(tmp_path):
-    out = tmp_path / "spin.json"
-    for flags, problem in ((["--blocks", "1"], "--blocks 1"), (["--variants", "torch,jax"], "ppo_jax.py")):
-        proc = subprocess.run(
-            [sys.executable, str(ROOT / "studies" / "omp_spin.py"), *flags, "--out", str(out)], capture_output=True, text=True
-        )
-        assert proc.returncode == 2 and problem in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
-        assert not out.exists()
+@pytest.mark.parametrize(
+    "study, flags, problem",
+    [
+        ("omp_spin", ["--blocks", "1"], "--blocks 1"),
+        ("omp_spin", ["--variants", "torch,jax"], "ppo_jax.py"),
+        ("craftax_scan", ["--settings", "all_cores,fast"], "unknown setting 'fast'"),
+        ("craftax_scan", ["--env-id", "Craftax-v9"], "unknown environment 'Craftax-v9'"),
+    ],
+)
+def test_a_study_refuses_bad_input_before_any_run(study, flags, problem, tmp_path):
+    out = tmp_path / "result.json"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "studies" / f"{study}.py"), *flags, "--out", str(out)], capture_output=True, text=True
+    )
+    assert proc.returncode == 2 and problem in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert not out.exists()
