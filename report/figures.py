@@ -62,14 +62,15 @@ def plain(v) -> str:
 
 def plain_log_ticks(ax) -> None:
     """Plain tick labels (0.5, 2, 30) on log axes; minor ticks labelled over less than a decade (all of them) or
-    a few decades (2s and 5s). Over less than a factor of 4 (ratios near 1) the log ticks leave most of the axis
-    unlabelled (nothing between 1 and 2): there, evenly spaced round ticks (0.9, 1, 1.1, ...) instead."""
+    a few decades (2s and 5s). Over up to a factor of 4 (ratios near 1; one environment's cost, half to twice it) the
+    log ticks leave most of the axis unlabelled (nothing between 1 and 2) or crowd its top (90k, 100k): there, evenly
+    spaced round ticks (0.9, 1, 1.1, ...) instead."""
     for axis, (low, high) in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
         if axis.get_scale() == "log":
             axis.set_major_formatter(FuncFormatter(lambda v, _: plain(v)))
             low, high = sorted((low, high))
             even = [t for t in MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10]).tick_values(low, high) if low <= t <= high]
-            if high / low < 4 and len(even) >= 3:
+            if high / low <= 4 * (1 + 1e-9) and len(even) >= 3:
                 axis.set_major_locator(FixedLocator(even))
                 axis.set_minor_locator(NullLocator())
                 continue

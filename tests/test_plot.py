@@ -744,11 +744,12 @@ def test_seeds_at_once_are_compared_with_one_by_one_block_by_block(tmp_path):
 
 def test_a_log_axis_of_ratios_near_1_is_labelled_along_its_length():
     """A panel of ratios from 0.9 to 1.6 (size l): log ticks would label only 0.9 and 1, leaving torch's 1.3 with no
-    tick near it; the axis gets evenly spaced round ticks instead, and a wide axis keeps its log ticks."""
+    tick near it; the axis gets evenly spaced round ticks instead, and a wide axis keeps its log ticks. So does one
+    environment's env-cost axis, which spans 4x (half its cost to twice it): its log labels crowded ("90k", "100k")."""
     from report import figures
 
-    fig, (narrow, wide) = figures.plt.subplots(1, 2)
-    for ax, (low, high) in ((narrow, (0.9, 1.6)), (wide, (0.5, 80))):
+    fig, (narrow, wide, one_env) = figures.plt.subplots(1, 3)
+    for ax, (low, high) in ((narrow, (0.9, 1.6)), (wide, (0.5, 80)), (one_env, (31850, 127400))):
         ax.set_yscale("log")
         ax.set_ylim(low, high)
         figures.plain_log_ticks(ax)
@@ -757,6 +758,8 @@ def test_a_log_axis_of_ratios_near_1_is_labelled_along_its_length():
     shown = [v for v in labelled if 0.9 <= v <= 1.6]
     assert len(shown) >= 4 and max(shown) >= 1.4 and min(np.diff(sorted(shown))) > 0, labelled
     assert {"1", "10"} <= {t.get_text() for t in wide.get_yticklabels()}
+    spaced = [float(t.get_text().replace("k", "e3")) for t in one_env.get_yticklabels() if t.get_text()]
+    assert len(spaced) >= 3 and np.allclose(np.diff(spaced), np.diff(spaced)[0]), spaced
     figures.plt.close(fig)
 
 
