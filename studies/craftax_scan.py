@@ -2,7 +2,7 @@
 
 The Craftax sync runs (results/craftax-sync) found torch's rollout faster than Linen's, and nearly all of it the env
 steps and DLPack hand-overs: the torch scripts call one jitted JAX env step per rollout step, where the JAX scripts
-step the same envs inside one compiled scan. This times the env steps alone, three ways, in one process, with
+step the same envs inside one compiled scan. This times the env steps alone, four ways, in one process, with
 ppo_jax_linen.py's own step_envs and actions drawn beforehand (no network, no torch):
 
 - per_call: step_envs jitted and called once per step from Python, as the torch scripts' rollout calls it;
@@ -10,8 +10,8 @@ ppo_jax_linen.py's own step_envs and actions drawn beforehand (no network, no to
 - scan_state_only: a scan that carries the state and keeps no outputs, as env_cost.py times an env;
 - per_call_donated: per_call with the carried state donated (`donate_argnums`), so XLA may update it in place.
 
-Each way starts from the same reset state, so all three do the same steps. Interleaved blocks, the order rotated
-from block to block; per block each way's seconds per step and each scan's ratio over per_call; over the blocks the
+Each way starts from the same reset state, so all four do the same steps. Interleaved blocks, the order rotated
+from block to block; per block each way's seconds per step and each other way's ratio over per_call; over the blocks the
 geometric mean with a 95% bootstrap interval (report.timing's, as plot.py computes a ratio's). Each way's minor
 page faults and system CPU seconds per step are counted too: memory the kernel maps afresh shows there.
 
@@ -20,11 +20,11 @@ Each setting is a child process of its own (`--settings`, all three by default):
 - one_core: pinned to one (`taskset -c 0`); a scan slower with two cores but not with one would mean that XLA
   spreads the step over the cores when it is called alone and not inside the loop;
 - keep_memory: every core, with glibc's malloc told to keep the memory it frees (GLIBC_TUNABLES: no mmap, no trim,
-  one arena); glibc hands a freed block of over 32 MB back to the kernel, which maps it afresh, page by page, when
-  the next call allocates it again.
+  one arena); by default glibc hands a large freed block (over mmap's threshold, which grows to at most 32 MiB) back
+  to the kernel, which maps it afresh, page by page, when the next call allocates it again.
 
     python studies/craftax_scan.py --out results/craftax_scan.json
-    python studies/craftax_scan.py --env-id Craftax-Symbolic-v1 --settings all_cores,keep_memory --blocks 3 \
+    python studies/craftax_scan.py --env-id Craftax-Symbolic-v1 --settings all_cores,keep_memory \
         --out results/craftax_scan_full.json
 """
 
@@ -125,7 +125,8 @@ def child(a) -> dict:
 
 
 def summary(measured: dict) -> dict:
-    """Each way's median milliseconds per step, and each scan's time over per_call's with its interval."""
+    """Each way's median milliseconds, page faults and system milliseconds per step, and each other way's time over
+    per_call's with its interval."""
     from report.timing import MIN_BLOCKS, interval, none_if_nan
 
     per_step = measured["per_step_s"]
