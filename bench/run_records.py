@@ -74,6 +74,10 @@ def gpu_names() -> list:
 
 
 ALLOCATOR = ("GLIBC_TUNABLES", "LD_PRELOAD")  # the variables the scripts' cpu_info() records under "allocator"
+# glibc's documented malloc tunables (glibc manual, "Memory Allocation Tunables"): never serve an allocation by mmap,
+# never trim the heap's top, one arena for every thread (threads' arenas are mmapped heaps, trimmed apart). The
+# studies' keep_memory setting; records made under it name it in cpu.allocator.
+KEEP_MEMORY = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=4294967296:glibc.malloc.arena_max=1"
 
 
 def allocator_setting(variables) -> str:

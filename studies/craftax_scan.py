@@ -43,11 +43,9 @@ import numpy as np
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path[:0] = [ROOT, os.path.join(ROOT, "bench")]
 from load_script import check_out, write_atomic  # noqa: E402
+from run_records import KEEP_MEMORY  # noqa: E402
 
 WAYS = ("per_call", "scan", "scan_state_only", "per_call_donated")
-# glibc's documented malloc tunables (glibc manual, "Memory Allocation Tunables"): never serve an allocation by mmap,
-# never trim the heap's top, one arena for every thread (threads' arenas are mmapped heaps, trimmed apart).
-KEEP_MEMORY = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=4294967296:glibc.malloc.arena_max=1"
 
 
 def make_ways(env_id: str, num_envs: int, num_steps: int, seed: int) -> dict:

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import ROOT, VARIANTS, needs
 
-# study -> its arguments for a run of a few iterations, and a key of the JSON it writes
+# study -> its arguments for a run of a few iterations, and a key (or a path of keys) of the JSON it writes
 STUDIES = {
     "linen_overhead": (["--iterations", "2", "--rounds", "1"], "plain_s", "jax_linen"),
     "equinox_filter_jit": (
@@ -27,9 +27,10 @@ STUDIES = {
         "keep_memory",
         "jax_linen",
     ),
-    "omp_spin": (
-        ["--variants", "torch", "--blocks", "2", "--iterations", "2", "--env-id", "CartPole-v1"],
-        "variants",
+    "run_settings": (
+        ["--variants", "jax_linen,torch", "--settings", "never_spin,keep_memory", "--blocks", "2", "--iterations", "2"]
+        + ["--env-id", "CartPole-v1"],
+        ("variants", "torch", "multiple_of_linen_over_scripts_own", "keep_memory"),
         "torch",
     ),
 }
@@ -50,7 +51,10 @@ def test_a_study_runs_and_writes_its_result(study, tmp_path):
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert key in json.loads(out.read_text())
+    node = json.loads(out.read_text())
+    for step in key if isinstance(key, tuple) else (key,):
+        assert step in node, (step, node)
+        node = node[step]
 
 
 @pytest.mark.slow
@@ -106,8 +110,12 @@ def test_the_craftax_study_reads_the_sweeps_craftax_runs_and_plays_a_random_poli
 @pytest.mark.parametrize(
     "study, flags, problem",
     [
-        ("omp_spin", ["--blocks", "1"], "--blocks 1"),
-        ("omp_spin", ["--variants", "torch,jax"], "ppo_jax.py"),
+        ("run_settings", ["--blocks", "1"], "--blocks 1"),
+        ("run_settings", ["--variants", "torch,jax"], "ppo_jax.py"),
+        ("run_settings", ["--settings", "keep_memory,fast"], "unknown setting 'fast'"),
+        ("run_settings", ["--settings", "scripts_own"], "unknown setting 'scripts_own'"),
+        ("run_settings", ["--size", "xl"], "--size xl"),
+        ("run_settings", ["--env-id", "CartPole-v9"], "CartPole-v9"),
         ("craftax_scan", ["--settings", "all_cores,fast"], "unknown setting 'fast'"),
         ("craftax_scan", ["--env-id", "Craftax-v9"], "unknown environment 'Craftax-v9'"),
     ],

@@ -1,0 +1,141 @@
+"""What does a setting of the process's environment do to a variant's steady iteration, and to its multiple of Linen's?
+
+Two settings that every framework would get alike, each against the scripts' own (nothing set):
+- never_spin: GOMP_SPINCOUNT=0. The torch scripts let torch's OpenMP threads spin about 30 us after each parallel op
+  (GOMP_SPINCOUNT=3000, set unless the environment already sets it); with 0 every thread sleeps after each op and is
+  woken for the next. The first learn sweeps ran with it.
+- keep_memory: glibc's malloc told to keep the memory it frees (GLIBC_TUNABLES, bench/run_records.KEEP_MEMORY). By
+  default glibc hands a large freed block (over mmap's threshold, which grows to at most 32 MiB) back to the kernel,
+  which maps it afresh, page by page, when the next allocation takes it again: on the full Craftax this made the
+  torch scripts' env steps dearer (studies/craftax_scan.py).
+
+Each block runs each variant under each setting, the order rotated from block to block, each run a process of its own
+with empty compiler caches of its own (as benchmark.sh gives them). Per block, a setting's ratio of the steady
+iteration (median of iterations 1 to the end) over the scripts' own; with jax_linen among the variants, also each
+other variant's multiple of Linen's iteration under the setting over that multiple under the scripts' own (does the
+setting move the answer table's ratio?). Over the blocks the geometric mean with a 95% bootstrap interval
+(report.timing's, as plot.py computes a ratio's). Each run's minor page faults (the whole process, start-up included)
+are counted too: memory the kernel maps afresh shows there.
+
+    python studies/run_settings.py --settings never_spin --env-id BernoulliBandit-misc --out results/omp_spin.json
+    python studies/run_settings.py --settings keep_memory --variants jax_linen,torch,torch_compile --size l \
+        --iterations 3 --blocks 3 --out results/keep_memory_l.json
+"""
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path[:0] = [ROOT, os.path.join(ROOT, "bench")]
+from load_script import check_out, write_atomic  # noqa: E402
+from presets import HIDDEN  # noqa: E402
+from report.timing import interval  # noqa: E402
+from run_records import KEEP_MEMORY  # noqa: E402
+
+# each setting -> the variables it sets in a run's environment; every run starts without any of them
+OWN = "scripts_own"
+SETTINGS = {OWN: {}, "never_spin": {"GOMP_SPINCOUNT": "0"}, "keep_memory": {"GLIBC_TUNABLES": KEEP_MEMORY}}
+SETTING_VARIABLES = {name for variables in SETTINGS.values() for name in variables}
+REFERENCE = "jax_linen"
+STEPS_PER_ITERATION = 32 * 256  # the scripts' default num_envs x num_steps
+
+
+def run(variant: str, setting: str, seed: int, args, tmp: str) -> tuple[float, int]:
+    """One run of ppo_{variant}.py under `setting`: the median of its iterations after iteration 0, and the minor page
+    faults of its whole process."""
+    run_dir = tempfile.mkdtemp(dir=tmp)
+    env = {k: v for k, v in os.environ.items() if k not in SETTING_VARIABLES} | SETTINGS[setting]
+    env.update(TORCH_COMPILE_FORCE_DISABLE_CACHES="1", TORCHINDUCTOR_CACHE_DIR=os.path.join(run_dir, "inductor"))
+    env["TRITON_CACHE_DIR"] = os.path.join(run_dir, "triton")
+    record = os.path.join(run_dir, "record.json")
+    command = [sys.executable, os.path.join(ROOT, f"ppo_{variant}.py"), "--env-id", args.env_id, "--seed", str(seed)]
+    command += ["--hidden", HIDDEN[args.size], "--total-timesteps", str(args.iterations * STEPS_PER_ITERATION)]
+    faults = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
+    subprocess.run([*command, "--quiet", "--no-tensorboard", "--json-out", record], env=env, check=True, capture_output=True)
+    faults = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt - faults
+    with open(record) as f:
+        return statistics.median(json.load(f)["iteration_durations"][1:]), faults
+
+
+def geometric_mean(ratios) -> dict:
+    """The geometric mean of per-block ratios with its 95% bootstrap interval."""
+    logs = np.log(np.asarray(ratios))
+    low, high = interval(logs, np.mean)
+    return {"ratio": float(np.exp(logs.mean())), "ci": [float(np.exp(low)), float(np.exp(high))]}
+
+
+def problems(args, variants: list, settings: list):
+    """Each thing wrong with the command line, found before any run."""
+    from env_cost import bad_env
+
+    yield args.blocks < 2 and f"--blocks {args.blocks}: an interval needs at least 2"
+    yield args.iterations < 2 and f"--iterations {args.iterations}: a steady iteration needs at least 2"
+    yield args.size not in HIDDEN and f"--size {args.size}: sizes are {', '.join(HIDDEN)}"
+    for v in variants:
+        yield not os.path.exists(os.path.join(ROOT, f"ppo_{v}.py")) and f"--variants: no script ppo_{v}.py"
+    for s in settings:
+        yield (s not in SETTINGS or s == OWN) and f"unknown setting '{s}'; settings: {', '.join(set(SETTINGS) - {OWN})}"
+    yield "keep_memory" in settings and platform.libc_ver()[0] != "glibc" and "keep_memory needs glibc, this is not it"
+    yield bad_env([args.env_id])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--settings", default="never_spin", help="settings to compare with the scripts' own, comma-separated")
+    parser.add_argument("--env-id", default="BernoulliBandit-misc")
+    parser.add_argument("--variants", default="torch,torch_compile")
+    parser.add_argument("--size", default="s", help="the model size: s, m or l (the sweep's)")
+    parser.add_argument("--iterations", type=int, default=21, help="iterations a run (iteration 0 is not counted)")
+    parser.add_argument("--blocks", type=int, default=4, help="blocks of runs (an interval needs 2)")
+    parser.add_argument("--out", default="results/run_settings.json")
+    args = parser.parse_args()
+    variants, settings = args.variants.split(","), [OWN, *args.settings.split(",")]
+    for problem in problems(args, variants, settings[1:]):
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            raise SystemExit(2)
+    check_out(args.out)
+    seconds = {v: {s: [] for s in settings} for v in variants}
+    faults = {v: {s: [] for s in settings} for v in variants}
+    with tempfile.TemporaryDirectory() as tmp:
+        for block in range(args.blocks):
+            order = settings[block % len(settings) :] + settings[: block % len(settings)]
+            for variant in variants:
+                for setting in order:
+                    steady, minflt = run(variant, setting, block + 1, args, tmp)
+                    seconds[variant][setting].append(steady)
+                    faults[variant][setting].append(minflt)
+                print(f"block {block + 1}/{args.blocks}, {variant}: {seconds[variant]}", flush=True)
+    result = {"env_id": args.env_id, "size": args.size, "iterations": args.iterations, "blocks": args.blocks}
+    result |= {"settings": {s: SETTINGS[s] for s in settings}, "variants": {}}
+    for variant in variants:
+        own = np.array(seconds[variant][OWN])
+        row = {"steady_s": seconds[variant], "minor_faults": faults[variant], "over_scripts_own": {}}
+        for setting in settings[1:]:
+            row["over_scripts_own"][setting] = geometric_mean(np.array(seconds[variant][setting]) / own)
+            if REFERENCE in variants and variant != REFERENCE:
+                multiple = {s: np.array(seconds[variant][s]) / np.array(seconds[REFERENCE][s]) for s in (OWN, setting)}
+                row.setdefault("multiple_of_linen_over_scripts_own", {})[setting] = geometric_mean(
+                    multiple[setting] / multiple[OWN]
+                )
+        result["variants"][variant] = row
+    write_atomic(args.out, json.dumps(result, indent=1) + "\n")
+    for variant, row in result["variants"].items():
+        for setting, r in row["over_scripts_own"].items():
+            line = f"{variant}, {setting}: {r['ratio']:.3f}x [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] the scripts' own steady iteration"
+            if m := row.get("multiple_of_linen_over_scripts_own", {}).get(setting):
+                line += f"; its multiple of Linen's {m['ratio']:.3f}x [{m['ci'][0]:.3f}, {m['ci'][1]:.3f}] the one without it"
+            print(line)
+
+
+if __name__ == "__main__":
+    main()
