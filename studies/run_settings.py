@@ -1,13 +1,14 @@
 """What does a setting of the process's environment do to a variant's steady iteration, and to its multiple of Linen's?
 
-Two settings that every framework would get alike, each against the scripts' own (nothing set):
+Settings that every framework would get alike, each against the scripts' own (nothing set):
 - never_spin: GOMP_SPINCOUNT=0. The torch scripts let torch's OpenMP threads spin about 30 us after each parallel op
   (GOMP_SPINCOUNT=3000, set unless the environment already sets it); with 0 every thread sleeps after each op and is
   woken for the next. The first learn sweeps ran with it.
 - keep_memory: glibc's malloc told to keep the memory it frees (GLIBC_TUNABLES, bench/run_records.KEEP_MEMORY). By
   default glibc hands a large freed block (over mmap's threshold, which grows to at most 32 MiB) back to the kernel,
   which maps it afresh, page by page, when the next allocation takes it again: on the full Craftax this made the
-  torch scripts' env steps dearer (studies/craftax_scan.py).
+  torch scripts' env steps dearer (studies/craftax_scan.py). Its two parts apart: keep_freed (no mmap, no trim) and
+  one_arena (every thread allocating from one arena).
 
 Each block runs each variant under each setting, the order rotated from block to block, each run a process of its own
 with empty compiler caches of its own (as benchmark.sh gives them). Per block, a setting's ratio of the steady
@@ -39,11 +40,18 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "bench")]
 from load_script import check_out, write_atomic  # noqa: E402
 from presets import HIDDEN  # noqa: E402
 from report.timing import interval  # noqa: E402
-from run_records import KEEP_MEMORY  # noqa: E402
+from run_records import KEEP_FREED, KEEP_MEMORY, ONE_ARENA  # noqa: E402
 
 # each setting -> the variables it sets in a run's environment; every run starts without any of them
 OWN = "scripts_own"
-SETTINGS = {OWN: {}, "never_spin": {"GOMP_SPINCOUNT": "0"}, "keep_memory": {"GLIBC_TUNABLES": KEEP_MEMORY}}
+SETTINGS = {
+    OWN: {},
+    "never_spin": {"GOMP_SPINCOUNT": "0"},
+    "keep_memory": {"GLIBC_TUNABLES": KEEP_MEMORY},
+    "keep_freed": {"GLIBC_TUNABLES": KEEP_FREED},  # keep_memory's two parts apart
+    "one_arena": {"GLIBC_TUNABLES": ONE_ARENA},
+}
+GLIBC_ONLY = {name for name, variables in SETTINGS.items() if "GLIBC_TUNABLES" in variables}
 SETTING_VARIABLES = {name for variables in SETTINGS.values() for name in variables}
 REFERENCE = "jax_linen"
 STEPS_PER_ITERATION = 32 * 256  # the scripts' default num_envs x num_steps
@@ -82,9 +90,11 @@ def problems(args, variants: list, settings: list):
     yield args.size not in HIDDEN and f"--size {args.size}: sizes are {', '.join(HIDDEN)}"
     for v in variants:
         yield not os.path.exists(os.path.join(ROOT, f"ppo_{v}.py")) and f"--variants: no script ppo_{v}.py"
+    yield len(set(settings)) < len(settings) and f"--settings {','.join(settings)}: a setting named twice"
     for s in settings:
-        yield (s not in SETTINGS or s == OWN) and f"unknown setting '{s}'; settings: {', '.join(set(SETTINGS) - {OWN})}"
-    yield "keep_memory" in settings and platform.libc_ver()[0] != "glibc" and "keep_memory needs glibc, this is not it"
+        yield (s not in SETTINGS or s == OWN) and f"unknown setting '{s}'; settings: {', '.join(list(SETTINGS)[1:])}"
+    for s in GLIBC_ONLY.intersection(settings) if platform.libc_ver()[0] != "glibc" else ():
+        yield f"{s} sets glibc's malloc tunables, and this Python does not run on glibc"
     yield bad_env([args.env_id])
 
 

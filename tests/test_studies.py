@@ -114,6 +114,7 @@ def test_the_craftax_study_reads_the_sweeps_craftax_runs_and_plays_a_random_poli
         ("run_settings", ["--variants", "torch,jax"], "ppo_jax.py"),
         ("run_settings", ["--settings", "keep_memory,fast"], "unknown setting 'fast'"),
         ("run_settings", ["--settings", "scripts_own"], "unknown setting 'scripts_own'"),
+        ("run_settings", ["--settings", "one_arena,one_arena"], "a setting named twice"),
         ("run_settings", ["--size", "xl"], "--size xl"),
         ("run_settings", ["--env-id", "CartPole-v9"], "CartPole-v9"),
         ("craftax_scan", ["--settings", "all_cores,fast"], "unknown setting 'fast'"),
