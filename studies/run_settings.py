@@ -18,9 +18,9 @@ setting move the answer table's ratio?). Over the blocks the geometric mean with
 (report.timing's, as plot.py computes a ratio's). Each run's minor page faults (the whole process, start-up included)
 are counted too: memory the kernel maps afresh shows there.
 
-    python studies/run_settings.py --settings never_spin --env-id BernoulliBandit-misc --out results/omp_spin.json
-    python studies/run_settings.py --settings keep_memory --variants jax_linen,torch,torch_compile --size l \
-        --iterations 3 --blocks 3 --out results/keep_memory_l.json
+    python studies/run_settings.py --out results/omp_spin.json
+    python studies/run_settings.py --settings keep_freed,one_arena,keep_memory --variants jax_linen,torch \
+        --env-id CartPole-v1 --out results/glibc_parts_s.json
 """
 
 import argparse
@@ -40,7 +40,7 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "bench")]
 from load_script import check_out, write_atomic  # noqa: E402
 from presets import HIDDEN  # noqa: E402
 from report.timing import interval  # noqa: E402
-from run_records import KEEP_FREED, KEEP_MEMORY, ONE_ARENA  # noqa: E402
+from run_records import KEEP_FREED, KEEP_MEMORY, ONE_ARENA, cpu_model  # noqa: E402
 
 # each setting -> the variables it sets in a run's environment; every run starts without any of them
 OWN = "scripts_own"
@@ -68,7 +68,10 @@ def run(variant: str, setting: str, seed: int, args, tmp: str) -> tuple[float, i
     command = [sys.executable, os.path.join(ROOT, f"ppo_{variant}.py"), "--env-id", args.env_id, "--seed", str(seed)]
     command += ["--hidden", HIDDEN[args.size], "--total-timesteps", str(args.iterations * STEPS_PER_ITERATION)]
     faults = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
-    subprocess.run([*command, "--quiet", "--no-tensorboard", "--json-out", record], env=env, check=True, capture_output=True)
+    proc = subprocess.run([*command, "--quiet", "--no-tensorboard", "--json-out", record], env=env, capture_output=True)
+    if proc.returncode != 0:
+        print(f"error: ppo_{variant}.py failed under {setting}:\n{proc.stderr.decode()[-3000:]}", file=sys.stderr)
+        raise SystemExit(1)
     faults = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt - faults
     with open(record) as f:
         return statistics.median(json.load(f)["iteration_durations"][1:]), faults
@@ -125,8 +128,15 @@ def main() -> None:
                     seconds[variant][setting].append(steady)
                     faults[variant][setting].append(minflt)
                 print(f"block {block + 1}/{args.blocks}, {variant}: {seconds[variant]}", flush=True)
-    result = {"env_id": args.env_id, "size": args.size, "iterations": args.iterations, "blocks": args.blocks}
-    result |= {"settings": {s: SETTINGS[s] for s in settings}, "variants": {}}
+    result = {
+        "cpu": cpu_model(),  # a study's timings hold only on the CPU model they were made on
+        "env_id": args.env_id,
+        "size": args.size,
+        "iterations": args.iterations,
+        "blocks": args.blocks,
+        "settings": {s: SETTINGS[s] for s in settings},
+        "variants": {},
+    }
     for variant in variants:
         own = np.array(seconds[variant][OWN])
         row = {"steady_s": seconds[variant], "minor_faults": faults[variant], "over_scripts_own": {}}
