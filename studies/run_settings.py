@@ -39,7 +39,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path[:0] = [ROOT, os.path.join(ROOT, "bench")]
 from load_script import check_out, write_atomic  # noqa: E402
 from presets import HIDDEN  # noqa: E402
-from report.timing import interval  # noqa: E402
+from report.timing import REFERENCE, interval  # noqa: E402
 from run_records import KEEP_FREED, KEEP_MEMORY, ONE_ARENA, cpu_model  # noqa: E402
 
 # each setting -> the variables it sets in a run's environment; every run starts without any of them
@@ -53,7 +53,6 @@ SETTINGS = {
 }
 GLIBC_ONLY = {name for name, variables in SETTINGS.items() if "GLIBC_TUNABLES" in variables}
 SETTING_VARIABLES = {name for variables in SETTINGS.values() for name in variables}
-REFERENCE = "jax_linen"
 STEPS_PER_ITERATION = 32 * 256  # the scripts' default num_envs x num_steps
 
 
