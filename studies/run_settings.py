@@ -83,6 +83,22 @@ def geometric_mean(ratios) -> dict:
     return {"ratio": float(np.exp(logs.mean())), "ci": [float(np.exp(low)), float(np.exp(high))]}
 
 
+def ratios(seconds: dict) -> dict:
+    """seconds[variant][setting]: the steady iterations of each block, OWN first among the settings. For each variant,
+    each other setting's ratio over OWN; beside REFERENCE, also the variant's multiple of REFERENCE's time under the
+    setting over that multiple under OWN. Each a geometric mean over the blocks with its interval."""
+    result = {}
+    for variant, times in seconds.items():
+        t = {setting: np.array(block_times) for setting, block_times in times.items()}
+        row = result[variant] = {"over_scripts_own": {s: geometric_mean(t[s] / t[OWN]) for s in t if s != OWN}}
+        if REFERENCE in seconds and variant != REFERENCE:
+            linen = {setting: np.array(block_times) for setting, block_times in seconds[REFERENCE].items()}
+            row["multiple_of_linen_over_scripts_own"] = {
+                s: geometric_mean((t[s] / linen[s]) / (t[OWN] / linen[OWN])) for s in t if s != OWN
+            }
+    return result
+
+
 def problems(args, variants: list, settings: list):
     """Each thing wrong with the command line, found before any run."""
     from env_cost import bad_env
@@ -136,17 +152,8 @@ def main() -> None:
         "settings": {s: SETTINGS[s] for s in settings},
         "variants": {},
     }
-    for variant in variants:
-        own = np.array(seconds[variant][OWN])
-        row = {"steady_s": seconds[variant], "minor_faults": faults[variant], "over_scripts_own": {}}
-        for setting in settings[1:]:
-            row["over_scripts_own"][setting] = geometric_mean(np.array(seconds[variant][setting]) / own)
-            if REFERENCE in variants and variant != REFERENCE:
-                multiple = {s: np.array(seconds[variant][s]) / np.array(seconds[REFERENCE][s]) for s in (OWN, setting)}
-                row.setdefault("multiple_of_linen_over_scripts_own", {})[setting] = geometric_mean(
-                    multiple[setting] / multiple[OWN]
-                )
-        result["variants"][variant] = row
+    for variant, row in ratios(seconds).items():
+        result["variants"][variant] = {"steady_s": seconds[variant], "minor_faults": faults[variant], **row}
     write_atomic(args.out, json.dumps(result, indent=1) + "\n")
     for variant, row in result["variants"].items():
         for setting, r in row["over_scripts_own"].items():

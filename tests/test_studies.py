@@ -107,6 +107,23 @@ def test_the_craftax_study_reads_the_sweeps_craftax_runs_and_plays_a_random_poli
     assert {row["variant"] for row in result["statistics"]} == {"jax_linen", "torch"}
 
 
+def test_run_settings_gives_each_settings_ratio_and_its_effect_on_the_multiple_of_linens_time():
+    """Linen twice as slow under a setting and torch unchanged: torch's multiple of Linen's halves under it."""
+    from run_settings import ratios
+
+    seconds = {
+        "jax_linen": {"scripts_own": [1.0, 2.0, 1.5], "keep_freed": [2.0, 4.0, 3.0]},
+        "torch": {"scripts_own": [3.0, 6.0, 4.5], "keep_freed": [3.0, 6.0, 4.5]},
+    }
+    result = ratios(seconds)
+    assert result["jax_linen"]["over_scripts_own"]["keep_freed"]["ratio"] == pytest.approx(2.0)
+    assert "multiple_of_linen_over_scripts_own" not in result["jax_linen"]
+    torch = result["torch"]
+    assert torch["over_scripts_own"]["keep_freed"]["ratio"] == pytest.approx(1.0)
+    assert torch["multiple_of_linen_over_scripts_own"]["keep_freed"]["ratio"] == pytest.approx(0.5)
+    assert "multiple_of_linen_over_scripts_own" not in ratios({"torch": seconds["torch"]})["torch"]
+
+
 @pytest.mark.parametrize(
     "study, flags, problem",
     [
