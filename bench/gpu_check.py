@@ -39,7 +39,7 @@ from typing import NamedTuple, Optional
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 from gpu_preflight import SKIPPED, preflight  # noqa: E402
-from load_script import load, write_atomic  # noqa: E402
+from load_script import fresh_compiler_caches, load, write_atomic  # noqa: E402
 from presets import HOST_WAITS_ON_GPU  # noqa: E402
 from sync_traps import HostSync, trapped_host_reads  # noqa: E402
 from variants import discover, scripts  # noqa: E402
@@ -370,8 +370,7 @@ def judge(row: Row, gpu: bool, run: dict, blocking: Optional[dict] = None, base:
 def run_child(row: Row, gpu: bool, plain: bool = False, env: Optional[dict] = None) -> dict:
     """run_one in a fresh process, in a fresh temporary directory that holds its caches and its result."""
     with tempfile.TemporaryDirectory(prefix="gpu-check-") as tmp:
-        caches = {"TORCHINDUCTOR_CACHE_DIR": os.path.join(tmp, "inductor"), "TRITON_CACHE_DIR": os.path.join(tmp, "triton")}
-        child_env = {**os.environ, "TORCH_COMPILE_FORCE_DISABLE_CACHES": "1", **caches, **(env or {})}
+        child_env = {**os.environ, **fresh_compiler_caches(tmp), **(env or {})}
         result = os.path.join(tmp, "result.json")
         command = [sys.executable, __file__, "--one", row.name, "--json-result", result, "--expect", "gpu" if gpu else "cpu"]
         try:  # the child's output goes to stderr: stdout holds the tables

@@ -41,6 +41,16 @@ def out_problem(path, directory: bool = False) -> str:
     return ""
 
 
+def fresh_compiler_caches(directory: str) -> dict:
+    """The environment benchmark.sh gives each run for torch.compile: inductor's caches off, and inductor's and
+    Triton's cache directories new, under `directory` (Triton keeps compiled kernels that the flag leaves on)."""
+    return {
+        "TORCH_COMPILE_FORCE_DISABLE_CACHES": "1",
+        "TORCHINDUCTOR_CACHE_DIR": os.path.join(directory, "inductor"),
+        "TRITON_CACHE_DIR": os.path.join(directory, "triton"),
+    }
+
+
 def check_out(path, flag: str = "--out", directory: bool = False) -> None:
     """Exit 2 with one line if `path` cannot be written (out_problem): found before the work, not after it."""
     if problem := out_problem(path, directory):

@@ -37,7 +37,7 @@ import numpy as np
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path[:0] = [ROOT, os.path.join(ROOT, "bench")]
-from load_script import check_out, write_atomic  # noqa: E402
+from load_script import check_out, fresh_compiler_caches, write_atomic  # noqa: E402
 from presets import HIDDEN  # noqa: E402
 from report.timing import REFERENCE, interval  # noqa: E402
 from run_records import KEEP_FREED, KEEP_MEMORY, ONE_ARENA, cpu_model  # noqa: E402
@@ -61,8 +61,7 @@ def run(variant: str, setting: str, seed: int, args, tmp: str) -> tuple[float, i
     faults of its whole process."""
     run_dir = tempfile.mkdtemp(dir=tmp)
     env = {k: v for k, v in os.environ.items() if k not in SETTING_VARIABLES} | SETTINGS[setting]
-    env.update(TORCH_COMPILE_FORCE_DISABLE_CACHES="1", TORCHINDUCTOR_CACHE_DIR=os.path.join(run_dir, "inductor"))
-    env["TRITON_CACHE_DIR"] = os.path.join(run_dir, "triton")
+    env |= fresh_compiler_caches(run_dir)
     record = os.path.join(run_dir, "record.json")
     command = [sys.executable, os.path.join(ROOT, f"ppo_{variant}.py"), "--env-id", args.env_id, "--seed", str(seed)]
     command += ["--hidden", HIDDEN[args.size], "--total-timesteps", str(args.iterations * STEPS_PER_ITERATION)]
