@@ -138,7 +138,7 @@ check_out() {
 check_same_machine() {
   local found
   found=$("$PYTHON" "$PLAN" other-machine "$OUT") || return 0
-  [[ -z $found ]] || die "$OUT holds timings from another machine or allocator setting ($found): give another --out"
+  [[ -z $found ]] || die "$OUT holds timings from another machine or setting ($found): give another --out"
 }
 
 # ---------------------------------------------------------------- one run

@@ -544,6 +544,7 @@ class Log:
             "gpu": gpu,
             "host": platform.node(),
             "cpu": cpu_info(),
+            "xla_flags": os.environ.get("XLA_FLAGS"),  # XLA's options (its CPU threads, a GPU's command buffers)
             "peak_host_memory_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # Linux counts KiB
             "versions": {"python": platform.python_version(), **{n: importlib.metadata.version(n) for n in libraries}},
             "git_commit": self.commit,

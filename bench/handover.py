@@ -94,7 +94,7 @@ def main(argv=None) -> int:
     shape = {"num_envs": a.num_envs, "num_steps": a.num_steps, "device": where}
     if any(record.get(k) != v for k, v in shape.items()):
         record = {**shape, "envs": {}}  # measured otherwise: not comparable
-    record["cpu"] = module.cpu_info()
+    record["cpu"], record["xla_flags"] = module.cpu_info(), os.environ.get("XLA_FLAGS")  # as a run's record has them
     for env_id in a.env_ids:
         if env_id not in record["envs"]:
             floor = rollout_floor(module, env_id, a.num_envs, a.num_steps, a.iterations, (device, jax_device))

@@ -81,19 +81,30 @@ ALLOCATOR = ("GLIBC_TUNABLES", "LD_PRELOAD")  # the variables the scripts' cpu_i
 KEEP_FREED = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=4294967296"
 ONE_ARENA = "glibc.malloc.arena_max=1"
 KEEP_MEMORY = f"{KEEP_FREED}:{ONE_ARENA}"
+# XLA's CPU backend runs a matrix product on Eigen's thread pool unless told to keep each operation on one thread
+XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false"
 
 
-def allocator_setting(variables) -> str:
-    """The allocator settings among `variables` (a record's cpu.allocator, or os.environ) as one string, '' for the
-    defaults: timings under two settings are never compared. Records from before it was recorded ran under none."""
-    return " ".join(f"{name}={variables[name]}" for name in ALLOCATOR if variables.get(name))
+SETTINGS = (*ALLOCATOR, "XLA_FLAGS")  # the environment's settings under which two runs' times are not comparable
+
+
+def run_setting(variables) -> str:
+    """The settings among `variables` (a record's, as settings_of reads them, or os.environ) as one string, '' for
+    the defaults: timings under two settings are never compared."""
+    return " ".join(f"{name}={variables[name]}" for name in SETTINGS if variables.get(name))
+
+
+def settings_of(record: dict) -> dict:
+    """A record's settings by variable: its cpu.allocator and its xla_flags. Records from before either was recorded
+    ran under none."""
+    return {**((record.get("cpu") or {}).get("allocator") or {}), "XLA_FLAGS": record.get("xla_flags")}
 
 
 def other_machine(out: str) -> str:
     """A record in `out` timed on another machine than this one, named with both, or '': on a CPU, another CPU
     model; on a GPU, a GPU this machine does not have, or another CPU beside it (the host dispatches every kernel);
-    on either, another allocator setting than this process's environment."""
-    here, gpus, allocator = cpu_model(), None, allocator_setting(os.environ)
+    on either, another allocator setting or other XLA_FLAGS than this process's environment has."""
+    here, gpus, setting = cpu_model(), None, run_setting(os.environ)
     for path in Path(out).rglob("*.json"):
         try:
             record = json.loads(path.read_text())
@@ -109,6 +120,6 @@ def other_machine(out: str) -> str:
                 return f"{path.name} was timed on an {gpu}, and this machine has {', '.join(gpus) or 'no GPU'}"
         if model not in (None, here):
             return f"{path.name} was timed on {model}, and this machine is {here}"
-        if (theirs := allocator_setting((record.get("cpu") or {}).get("allocator") or {})) != allocator:
-            return f"{path.name} was timed with {theirs or 'no allocator setting'}, and this sweep has {allocator or 'none'}"
+        if (theirs := run_setting(settings_of(record))) != setting:
+            return f"{path.name} was timed with {theirs or 'no setting'}, and this sweep has {setting or 'none'}"
     return ""

@@ -16,7 +16,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from presets import EXPERIMENTS, HOST_WAITS_ON_GPU  # noqa: E402,F401  (HOST_WAITS_ON_GPU: for report.summary)
 from presets import SIZES as PLAN_SIZES  # noqa: E402
-from run_records import allocator_setting  # noqa: E402
+from run_records import run_setting, settings_of  # noqa: E402
 from variants import compile_pairs, discover, scripts, setting_name  # noqa: E402
 
 # The variants are the ppo_*.py scripts, in the order and colours they declare (bench/variants.py); a compile
@@ -137,13 +137,14 @@ def load_runs(directory: Path):
 
 def machine(record) -> str:
     """What a run's times were measured on: its GPU, or its CPU model and the cores it could use, with the allocator
-    setting it ran under if any (records before schema 2 do not name the CPU: they count as one machine of their own)."""
+    setting or XLA_FLAGS it ran under if any (records before schema 2 do not name the CPU: they count as one machine
+    of their own)."""
+    setting = run_setting(settings_of(record))
     if record["device"] != "cpu":
-        return record["device"]
+        return record["device"] + (f", {setting}" if setting else "")
     cpu = record.get("cpu")
     if not cpu:
         return "cpu, model not recorded"
-    setting = allocator_setting(cpu.get("allocator") or {})
     return f"{cpu['model']}, {cpu['cores']} cores" + (f", {setting}" if setting else "")
 
 
@@ -165,7 +166,7 @@ def handover_floors(directory: Path, runs) -> dict:
         measured = json.loads((directory / "handover.json").read_text())
         shape = {(r.record["args"]["num_envs"], r.record["args"]["num_steps"], r.record["device"]) for r in runs}
         made_on = {machine(r.record) for r in runs}
-        where = {"device": measured["device"], "cpu": measured["cpu"]}
+        where = {"device": measured["device"], "cpu": measured["cpu"], "xla_flags": measured.get("xla_flags")}
         if shape != {(measured["num_envs"], measured["num_steps"], measured["device"])} or made_on != {machine(where)}:
             warn("handover.json was measured otherwise than the sync runs (envs, steps, device or machine); not used")
             return {}

@@ -9,6 +9,11 @@ Settings that every framework would get alike, each against the scripts' own (no
   which maps it afresh, page by page, when the next allocation takes it again: on the full Craftax this made the
   torch scripts' env steps dearer (studies/craftax_scan.py). Its two parts apart: keep_freed (no mmap, no trim) and
   one_arena (every thread allocating from one arena).
+- xla_one_thread: XLA's CPU code told to run each operation on one thread (XLA_FLAGS=--xla_cpu_multi_thread_eigen=false)
+  instead of splitting matrix products over Eigen's thread pool; one_thread adds OMP_NUM_THREADS=1, torch's
+  counterpart, so that every framework's operations run on one thread each.
+- one_core: the process may use only the first of the cores it was given (its CPU affinity, as `taskset -c` sets it):
+  every thread of every framework shares one core.
 
 Each block runs each variant under each setting, the order rotated from block to block, each run a process of its own
 with empty compiler caches of its own (as benchmark.sh gives them). Per block, a setting's ratio of the steady
@@ -21,6 +26,8 @@ are counted too: memory the kernel maps afresh shows there.
     python studies/run_settings.py --out results/omp_spin.json
     python studies/run_settings.py --settings keep_freed,one_arena,keep_memory --variants jax_linen,torch \
         --env-id CartPole-v1 --out results/glibc_parts_s.json
+    python studies/run_settings.py --settings one_core --variants jax_linen,jax_nnx,jax_equinox,torch \
+        --env-id Breakout-MinAtar --iterations 11 --blocks 5 --out results/one_core_breakout_s.json
 """
 
 import argparse
@@ -28,6 +35,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -40,7 +48,7 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "bench")]
 from load_script import check_out, fresh_compiler_caches, write_atomic  # noqa: E402
 from presets import HIDDEN  # noqa: E402
 from report.timing import REFERENCE, interval  # noqa: E402
-from run_records import KEEP_FREED, KEEP_MEMORY, ONE_ARENA, cpu_model  # noqa: E402
+from run_records import KEEP_FREED, KEEP_MEMORY, ONE_ARENA, XLA_ONE_THREAD, cpu_model  # noqa: E402
 
 # each setting -> the variables it sets in a run's environment; every run starts without any of them
 OWN = "scripts_own"
@@ -50,7 +58,11 @@ SETTINGS = {
     "keep_memory": {"GLIBC_TUNABLES": KEEP_MEMORY},
     "keep_freed": {"GLIBC_TUNABLES": KEEP_FREED},  # keep_memory's two parts apart
     "one_arena": {"GLIBC_TUNABLES": ONE_ARENA},
+    "xla_one_thread": {"XLA_FLAGS": XLA_ONE_THREAD},
+    "one_thread": {"XLA_FLAGS": XLA_ONE_THREAD, "OMP_NUM_THREADS": "1"},
+    "one_core": {},
 }
+CORES = {"one_core": 1}  # settings that narrow a run's CPU affinity to this many of the cores it was given
 GLIBC_ONLY = {name for name, variables in SETTINGS.items() if "GLIBC_TUNABLES" in variables}
 SETTING_VARIABLES = {name for variables in SETTINGS.values() for name in variables}
 STEPS_PER_ITERATION = 32 * 256  # the scripts' default num_envs x num_steps
@@ -66,6 +78,8 @@ def run(variant: str, setting: str, seed: int, args, tmp: str) -> tuple[float, i
     command = [sys.executable, os.path.join(ROOT, f"ppo_{variant}.py"), "--env-id", args.env_id, "--seed", str(seed)]
     command += ["--hidden", HIDDEN[args.size], "--total-timesteps", str(args.iterations * STEPS_PER_ITERATION)]
     faults = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
+    if setting in CORES:  # taskset, not a preexec_fn: this process runs JAX's threads, and fork would copy their locks
+        command = ["taskset", "-c", ",".join(map(str, sorted(os.sched_getaffinity(0))[: CORES[setting]])), *command]
     proc = subprocess.run([*command, "--quiet", "--no-tensorboard", "--json-out", record], env=env, capture_output=True)
     if proc.returncode != 0:
         print(f"error: ppo_{variant}.py failed under {setting}:\n{proc.stderr.decode()[-3000:]}", file=sys.stderr)
@@ -110,6 +124,10 @@ def problems(args, variants: list, settings: list):
     yield len(set(settings)) < len(settings) and f"--settings {','.join(settings)}: a setting named twice"
     for s in settings:
         yield (s not in SETTINGS or s == OWN) and f"unknown setting '{s}'; settings: {', '.join(list(SETTINGS)[1:])}"
+    cores = len(os.sched_getaffinity(0))
+    for s in CORES.keys() & settings:
+        yield cores <= CORES[s] and f"{s} needs more than {CORES[s]} core(s), and this process has {cores}"
+        yield not shutil.which("taskset") and f"{s} needs taskset (util-linux) to narrow a run's cores"
     for s in GLIBC_ONLY.intersection(settings) if platform.libc_ver()[0] != "glibc" else ():
         yield f"{s} sets glibc's malloc tunables, and this Python does not run on glibc"
     yield bad_env([args.env_id])
@@ -148,7 +166,7 @@ def main() -> None:
         "size": args.size,
         "iterations": args.iterations,
         "blocks": args.blocks,
-        "settings": {s: SETTINGS[s] for s in settings},
+        "settings": {s: SETTINGS[s] | ({"cores": CORES[s]} if s in CORES else {}) for s in settings},
         "variants": {},
     }
     for variant, row in ratios(seconds).items():

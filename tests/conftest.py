@@ -106,9 +106,9 @@ def load(variant: str):
     return _modules[variant]
 
 
-def run_script(variant: str, *flags: str, cwd: Path, timeout: float = 600):
-    """Run a variant's CLI in `cwd`; returns the CompletedProcess."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+def run_script(variant: str, *flags: str, cwd: Path, timeout: float = 600, env: dict | None = None):
+    """Run a variant's CLI in `cwd`, with `env` added to this process's environment; returns the CompletedProcess."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     return subprocess.run(
         [sys.executable, str(ROOT / SCRIPTS[variant]), *flags],
         cwd=cwd,

@@ -20,6 +20,7 @@ import pytest
 from conftest import DECLARED, ROOT, VARIANTS, in_background, load
 from plan import load as load_plan
 from presets import PRESETS
+from run_records import SETTINGS, XLA_ONE_THREAD
 
 BENCHMARK = ROOT / "benchmark.sh"
 FAKE = ROOT / "tests" / "fixtures" / "fake_variant.py"
@@ -454,20 +455,26 @@ def test_a_sweep_is_not_resumed_on_another_cpu_model(tmp_path):
     assert {p for p in run_files(out)} >= expected_fake_names(1)
 
 
-def test_a_sweep_is_not_resumed_under_another_allocator_setting(tmp_path):
-    """glibc's tunables change how fast memory is had again after a free: an OUT timed with one setting is refused
-    under another (or none) before anything runs, and resumed under the same."""
+@pytest.mark.parametrize("variable", ["GLIBC_TUNABLES", "XLA_FLAGS"])
+def test_a_sweep_is_not_resumed_under_another_setting(tmp_path, variable):
+    """glibc's tunables change how fast memory is had again after a free, XLA_FLAGS how XLA runs: an OUT timed with
+    one setting is refused under another (or none) before anything runs, and resumed under the same."""
     out, python = tmp_path / "out", fake_python(tmp_path)
     earlier = out / "overall" / "jax_linen__CartPole-v1__s__seed9.json"
     earlier.parent.mkdir(parents=True)
-    keep = "glibc.malloc.mmap_max=0"
-    cpu = {"model": load("jax_linen").cpu_info()["model"], "allocator": {"GLIBC_TUNABLES": keep, "LD_PRELOAD": None}}
-    earlier.write_text(json.dumps({"status": "ok", "device": "cpu", "cpu": cpu}))
-    refused = sweep(*FAKE_PLAN, "--out", str(out), env={"PYTHON": python}, unset=("GLIBC_TUNABLES",))
+    value = {"GLIBC_TUNABLES": "glibc.malloc.mmap_max=0", "XLA_FLAGS": XLA_ONE_THREAD}[variable]
+    cpu = {"model": load("jax_linen").cpu_info()["model"], "allocator": {"GLIBC_TUNABLES": None, "LD_PRELOAD": None}}
+    record = {"status": "ok", "device": "cpu", "cpu": cpu, "xla_flags": None}
+    if variable == "XLA_FLAGS":
+        record["xla_flags"] = value
+    else:
+        cpu["allocator"][variable] = value
+    earlier.write_text(json.dumps(record))
+    refused = sweep(*FAKE_PLAN, "--out", str(out), env={"PYTHON": python}, unset=SETTINGS)
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
-    assert f"timed with GLIBC_TUNABLES={keep}, and this sweep has none" in refused.stderr
+    assert f"timed with {variable}={value}, and this sweep has none" in refused.stderr
     assert [p.name for p in out.rglob("*.json")] == [earlier.name]
-    resumed = sweep(*FAKE_PLAN, "--out", str(out), env={"PYTHON": python, "GLIBC_TUNABLES": keep})
+    resumed = sweep(*FAKE_PLAN, "--out", str(out), env={"PYTHON": python, variable: value})
     assert resumed.returncode == 0, resumed.stderr
     assert {p for p in run_files(out)} >= expected_fake_names(1)
 

@@ -24,7 +24,7 @@ from conftest import (
     run_script,
     tensorboard_events,
 )
-from run_records import ALLOCATOR
+from run_records import ALLOCATOR, XLA_ONE_THREAD
 
 SCHEMA_KEYS = {
     "schema_version",
@@ -39,6 +39,7 @@ SCHEMA_KEYS = {
     "gpu",
     "host",
     "cpu",
+    "xla_flags",
     "peak_host_memory_mb",
     "versions",
     "git_commit",
@@ -123,6 +124,7 @@ def check_record(
     expected = {k: os.environ.get(k, own.get(k)) for k in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
     assert record["cpu"]["openmp"] == expected
     assert record["cpu"]["allocator"] == {k: os.environ.get(k) for k in ALLOCATOR}
+    assert record["xla_flags"] == os.environ.get("XLA_FLAGS")
     # Peak RSS in MiB: a process that imported jax holds more than 100 MiB, and less than this machine has.
     assert 100 < record["peak_host_memory_mb"] < os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**20
     assert record["devices"] == ({"torch": "cpu", "jax": "cpu:0"} if framework(variant) == "torch" else {"jax": "cpu:0"})
@@ -307,6 +309,23 @@ def test_bad_input_from_the_shell_exits_2(variant, background):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "discrete" in proc.stderr
     assert left == []
+
+
+def run_with_xla_flags(directory, variant):
+    """The script's process on one TINY iteration with XLA told to keep each operation on one thread."""
+    out = directory / "result.json"
+    flags = [*as_flags(TINY), "--total-timesteps", str(4 * 16), "--json-out", str(out)]
+    return run_script(variant, *flags, cwd=directory, env={"XLA_FLAGS": XLA_ONE_THREAD}), out
+
+
+@pytest.mark.parametrize("variant", ONE_PER_FRAMEWORK)
+@in_background(run_with_xla_flags)
+def test_the_record_names_the_xla_flags_it_ran_under(variant, background):
+    """XLA_FLAGS change how XLA runs every framework's env steps (and all of a JAX iteration, on a CPU its threads, on
+    a GPU its command buffers): the record says which, for the tools that never compare runs under two settings."""
+    proc, out = background
+    assert proc.returncode == 0, proc.stderr
+    assert read_json(out)["xla_flags"] == XLA_ONE_THREAD
 
 
 def test_the_record_is_written_whole_and_readable_as_any_file_the_user_makes(variant, tmp_path):

@@ -398,17 +398,25 @@ KEEP = {"GLIBC_TUNABLES": "glibc.malloc.mmap_max=0"}
                 "AMD-EPYC-family-25-model-1-2-cores-GLIBC-TUNABLES-glibc.malloc.mmap-max-0",
             ],
         ),
+        (  # one CPU, other XLA_FLAGS: XLA told to keep each operation on one thread
+            {"model": EPYC, "cores": 2, "xla_flags": "--xla_cpu_multi_thread_eigen=false"},
+            [
+                "AMD-EPYC-family-25-model-1-2-cores",
+                "AMD-EPYC-family-25-model-1-2-cores-XLA-FLAGS-xla-cpu-multi-thread-eigen-false",
+            ],
+        ),
     ],
 )
 def test_records_of_two_machines_give_two_reports_and_no_ratio_across_them(tmp_path, capsys, jax_cpu, names):
-    """Two CPU models, or one under two allocator settings, are two machines: torch timed on one and jax_linen on
-    the other are never paired."""
+    """Two CPU models, or one under two allocator settings or two XLA_FLAGS, are two machines: torch timed on one
+    and jax_linen on the other are never paired."""
     d = tmp_path / "sweep"
     timed_runs(d, [0.1] * 4, [0.2] * 4)
     for path in d.rglob("*.json"):
         rec = json.loads(path.read_text())
         cpu = {"model": EPYC, "cores": 2, "allocator": {"GLIBC_TUNABLES": None}} if rec["variant"] == "torch" else jax_cpu
-        rec.update(schema_version=2, cpu=cpu, peak_host_memory_mb=500.0)
+        cpu = dict(cpu)
+        rec.update(schema_version=2, cpu=cpu, peak_host_memory_mb=500.0, xla_flags=cpu.pop("xla_flags", None))
         path.write_text(json.dumps(rec))
     assert plot.main([str(d), "--out", str(tmp_path / "out")]) == 0
     assert "2 machines" in capsys.readouterr().err

@@ -3,6 +3,7 @@ rename in a script must fail here rather than the next time someone runs the stu
 so opt-in with the other slow tests: python -m pytest -m slow tests/test_studies.py"""
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -28,7 +29,7 @@ STUDIES = {
         "jax_linen",
     ),
     "run_settings": (
-        ["--variants", "jax_linen,torch", "--settings", "never_spin,keep_memory", "--blocks", "2", "--iterations", "2"]
+        ["--variants", "jax_linen,torch", "--settings", "keep_memory,one_core", "--blocks", "2", "--iterations", "2"]
         + ["--env-id", "CartPole-v1"],
         ("variants", "torch", "multiple_of_linen_over_scripts_own", "keep_memory"),
         "torch",
@@ -139,9 +140,20 @@ def test_run_settings_gives_each_settings_ratio_and_its_effect_on_the_multiple_o
     ],
 )
 def test_a_study_refuses_bad_input_before_any_run(study, flags, problem, tmp_path):
+    assert_refused(study, flags, problem, tmp_path)
+
+
+@pytest.mark.skipif(not shutil.which("taskset"), reason="needs taskset")
+def test_run_settings_refuses_one_core_to_a_process_that_has_one(tmp_path):
+    """one_core narrows a run to the first of its process's cores: with only one, there is nothing to compare."""
+    flags = ["--settings", "one_core", "--env-id", "CartPole-v1"]
+    assert_refused("run_settings", flags, "one_core needs more than 1 core(s)", tmp_path, ["taskset", "-c", "0"])
+
+
+def assert_refused(study, flags, problem, tmp_path, prefix=()):
+    """The study, run with these flags (after the prefix command), is refused in one line, exit 2, nothing written."""
     out = tmp_path / "result.json"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "studies" / f"{study}.py"), *flags, "--out", str(out)], capture_output=True, text=True
-    )
+    command = [*prefix, sys.executable, str(ROOT / "studies" / f"{study}.py"), *flags, "--out", str(out)]
+    proc = subprocess.run(command, capture_output=True, text=True)
     assert proc.returncode == 2 and problem in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
     assert not out.exists()
