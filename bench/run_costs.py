@@ -8,12 +8,12 @@ speeds: an estimate comes from this machine's own table where there is one. A ta
 and size, the median seconds of a run's setup, of its iteration 0 (compilation included) and of one later iteration,
 over the records of one CPU model, plus each framework's start-up and exit (what a run's wall-clock seconds, in the
 sweep's log, hold beyond the record's total_duration: the interpreter, the imports, the record written). A run of N
-iterations is estimated as start-up + setup + iteration 0 + (N - 1) later iterations; a cell with no record takes the
-variant's median over the environments measured at that size, plus what the cell's environment added to the variant's
-run at another size where it ran there, else scaled by how much dearer the cell's environment made the other variants'
-iterations where both were measured. A cell this machine's table lacks is priced from the other table that measured
-most of the same cells, scaled to this machine by the median ratio of the cells both measured; a machine with no table
-of its own gets the fullest table's costs, and the estimate says which machine they come from.
+iterations is estimated as start-up + setup + iteration 0 + (N - 1) later iterations. A cell this machine's table
+lacks is taken from the other table that measured most of the same cells, scaled to this machine by the median ratio
+of the cells both measured; a cell neither measured is the variant's median over the environments measured at that
+size, plus what the cell's environment added to the variant's run at another size, else to the other variants' runs
+(the same seconds whatever the network). A machine with no table of its own gets the fullest table's costs, and the
+estimate says which machine they come from.
 For a GPU, where no run was measured, the estimate is derived from these CPU costs and labelled so (see estimate).
 """
 
@@ -116,39 +116,44 @@ def scale_tiers(variant: str, size: str):
 class Estimator:
     def __init__(self, table: dict, reference=None):
         """`table`: the machine's costs. `reference`: another machine's table, for the cells `table` lacks."""
-        self.cells = {(c["variant"], c["env"], c["size"]): c for c in table["cells"]}
+        own = {(c["variant"], c["env"], c["size"]): c for c in table["cells"]}
         self.reference = Estimator(reference) if reference else None
         self.startup = {**(reference or {}).get("startup_s", {}), **table["startup_s"]}
-        shared = [(c, self.reference.cells[k]) for k, c in self.cells.items() if self.reference and k in self.reference.cells]
+        theirs = self.reference.cells if self.reference else {}
+        shared = [(c, theirs[k]) for k, c in own.items() if k in theirs]
         # this machine's seconds over the reference's, for each part of a run, variant and size: the median over the
         # cells both measured of that variant at that size, else of the variant at any size, else of any variant at
         # that size, else of all (1 where they share none): a script's speed moves with the machine in its own way
         self.scales = {}
         for key in KEYS:
             ratios = [(c["variant"], c["size"], c[key] / r[key]) for c, r in shared if r[key] > 0]
-            for variant in {v for v, _, _ in [*self.cells, *(self.reference.cells if self.reference else ())]}:
+            for variant in {v for v, _, _ in [*own, *theirs]}:
                 for size in SIZES:
                     tiers = [[x for v, z, x in ratios if match(v, z)] for match in scale_tiers(variant, size)]
                     self.scales[key, variant, size] = statistics.median(next((t for t in tiers if t), [1.0]))
+        # every cell measured on either machine, the reference's scaled to this one: a cell neither measured is
+        # derived from all of them (an env only this machine ran, a variant only the other did)
+        scaled = {(v, e, z): {key: c[key] * self.scales[key, v, z] for key in KEYS} for (v, e, z), c in theirs.items()}
+        self.cells = {**scaled, **own}
 
-    def env_factor(self, env: str, size: str) -> float:
-        """How much dearer `env`'s later iterations are than the median env's, over the variants measured in both."""
-        ratios = []
-        for variant in {v for v, _, s in self.cells if s == size}:
-            here = self.cells.get((variant, env, size))
-            typical = self.typical(variant, size)
-            if here and typical:
-                ratios.append(here["later_s"] / typical["later_s"])
-        return statistics.median(ratios) if ratios else 1.0
-
-    def env_extra(self, variant: str, env: str):
-        """The seconds `env` added to the variant's setup, iteration 0 and later iterations over its typical env, at
-        the first size where the variant ran it, or None. An env's step costs the same whatever the network, so on
-        an env that dwarfs the network (Craftax) this holds where a ratio to the typical env would not."""
-        for size in SIZE_OF.values():
-            cell, typical = self.cells.get((variant, env, size)), self.typical(variant, size)
+    def env_extra(self, variant: str, env: str, size: str):
+        """The seconds `env` adds to a run's setup, iteration 0 and later iterations over the typical env's, or None
+        where no variant ran it: what it added to this variant's run at the first size where the variant ran it, else
+        the median of what it added to the other variants' runs, at this size if any ran it there. An env's step costs
+        the same whatever the network, so on an env that dwarfs the network (Craftax) this holds where a ratio to the
+        typical env would multiply the network's time by the env's."""
+        for size_ in SIZE_OF.values():
+            cell, typical = self.cells.get((variant, env, size_)), self.typical(variant, size_)
             if cell and typical:
                 return {key: max(0.0, cell[key] - typical[key]) for key in KEYS}
+        for size_ in (size, *(z for z in SIZE_OF.values() if z != size)):
+            added = [
+                {key: max(0.0, cell[key] - typical[key]) for key in KEYS}
+                for (v, e, z), cell in self.cells.items()
+                if e == env and z == size_ and (typical := self.typical(v, z))
+            ]
+            if added:
+                return {key: statistics.median(a[key] for a in added) for key in KEYS}
         return None
 
     def typical(self, variant: str, size: str):
@@ -159,22 +164,15 @@ class Estimator:
         return {key: statistics.median(c[key] for c in cells) for key in KEYS}
 
     def cell(self, variant: str, env: str, size: str):
-        """The cell's setup, iteration 0 and later iteration: measured, else the reference's scaled to this machine,
-        else derived from this table's other cells; None where nothing is known of the variant at that size."""
+        """The cell's setup, iteration 0 and later iteration: measured (here, or on the reference machine and scaled to
+        this one), else the variant's typical cell at that size plus what the env adds; None where nothing is known of
+        the variant at that size."""
         cell = self.cells.get((variant, env, size))
-        if cell is None and self.reference:
-            theirs = self.reference.cell(variant, env, size)
-            if theirs:
-                return {key: theirs[key] * self.scales[key, variant, size] for key in KEYS}
         if cell is None:
             cell = self.typical(variant, size)
-            if cell is None:
-                return None
-            extra = self.env_extra(variant, env)
-            if extra:  # what the env added to this variant's run at another size, added here
+            extra = self.env_extra(variant, env, size) if cell else None
+            if extra:
                 cell = {key: cell[key] + extra[key] for key in KEYS}
-            else:
-                cell = {**cell, "later_s": cell["later_s"] * self.env_factor(env, size)}
         return cell
 
     def seconds(self, variant: str, env: str, size: str, iterations: int, seeds: int = 1):
@@ -215,8 +213,7 @@ def estimate(lines, costs: Path = COSTS, at_once: int = 1, gpu: bool = False, so
     shared = {id(t): len(keys & {(c["variant"], c["env"], c["size"]) for c in t["cells"]}) for t in tables}
     reference = max((t for t in tables if t is not table and shared[id(t)]), key=lambda t: shared[id(t)], default=None)
     estimator, total, known, unknown = Estimator(table, reference), 0.0, 0, set()
-    cells = [*estimator.cells, *(estimator.reference.cells if estimator.reference else ())]
-    measured, measured_envs, unmeasured_envs = {v for v, _, _ in cells}, {e for _, e, _ in cells}, set()
+    measured, measured_envs, unmeasured_envs = {v for v, _, _ in estimator.cells}, {e for _, e, _ in estimator.cells}, set()
     for variant, env, size, iterations, *seeds in (line.split() for line in lines if line.strip()):
         if env not in measured_envs:
             unmeasured_envs.add(env)

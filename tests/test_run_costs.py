@@ -28,9 +28,9 @@ def test_a_run_costs_start_up_setup_iteration_0_and_its_later_iterations():
     estimator = run_costs.Estimator(TABLE)
     assert estimator.seconds("jax_linen", "CartPole-v1", "s", 21) == 5 + 1 + 2 + 20 * 0.5
     assert estimator.seconds("torch", "CartPole-v1", "s", 3) == 8 + 1 + 1 + 2 * 1.0
-    # torch never ran Breakout-MinAtar: its typical cell, with later iterations as much dearer as jax_linen's were
-    # there than over its environments (1.5 s against the median of 0.5 and 1.5: 1.5x).
-    assert estimator.seconds("torch", "Breakout-MinAtar", "s", 3) == pytest.approx(8 + 1 + 1 + 2 * 1.0 * 1.5)
+    # torch never ran Breakout-MinAtar: its typical cell, plus what Breakout added to jax_linen's run (later
+    # iterations of 1.5 s against its median of 0.5 and 1.5 s: 0.5 s more; setup and iteration 0 nothing).
+    assert estimator.seconds("torch", "Breakout-MinAtar", "s", 3) == pytest.approx(8 + 1 + 1 + 2 * (1.0 + 0.5))
     assert estimator.seconds("torch", "CartPole-v1", "m", 3) is None
     # 4 seeds at once (--num-seeds 4): 4 times the later iterations of one; start-up, setup and iteration 0 once
     assert estimator.seconds("jax_linen", "CartPole-v1", "s", 21, seeds=4) == 5 + 1 + 2 + 20 * 0.5 * 4
@@ -46,6 +46,21 @@ def test_an_env_measured_at_another_size_adds_what_it_added_there():
     added = {"setup_s": 3.0 - 1.0, "first_s": 40.0 - 2.0, "later_s": 12.0 - 1.5}
     expected = 5 + (1.5 + added["setup_s"]) + (3.0 + added["first_s"]) + 15 * (2.0 + added["later_s"])
     assert estimator.seconds("jax_linen", "Craftax", "m", 16) == pytest.approx(expected)
+
+
+def test_an_env_other_variants_ran_adds_the_median_of_what_it_added_to_theirs():
+    """jax_nnx never ran Craftax, jax_linen and torch did at s: its typical cell plus the median over those two of what
+    Craftax added to setup, iteration 0 and later iterations (not its later iterations times a ratio of theirs)."""
+    nnx = {"variant": "jax_nnx", "env": "CartPole-v1", "size": "s", "setup_s": 1.0, "first_s": 2.0, "later_s": 0.4}
+    linen = {"variant": "jax_linen", "env": "Craftax", "size": "s", "setup_s": 11.0, "first_s": 62.0, "later_s": 21.0}
+    torch = {"variant": "torch", "env": "Craftax", "size": "s", "setup_s": 21.0, "first_s": 81.0, "later_s": 31.0}
+    estimator = run_costs.Estimator({**TABLE, "cells": [*TABLE["cells"], nnx, linen, torch]})
+    # typical at s: jax_linen over CartPole, Breakout and Craftax (1, 2, 1.5 s), torch over CartPole and Craftax
+    added_linen = {"setup_s": 11.0 - 1.0, "first_s": 62.0 - 2.0, "later_s": 21.0 - 1.5}
+    added_torch = {"setup_s": 21.0 - 11.0, "first_s": 81.0 - 41.0, "later_s": 31.0 - 16.0}
+    added = {key: (added_linen[key] + added_torch[key]) / 2 for key in added_linen}  # the median of two
+    expected = 5 + (1.0 + added["setup_s"]) + (2.0 + added["first_s"]) + 7 * (0.4 + added["later_s"])
+    assert estimator.seconds("jax_nnx", "Craftax", "s", 8) == pytest.approx(expected)
 
 
 def test_the_estimate_line_counts_days_and_names_what_it_cannot_estimate(tmp_path):
@@ -154,6 +169,20 @@ def test_the_estimate_comes_from_this_machines_table_and_names_the_machine_it_co
         " (what it lacks, from Fast CPU, scaled)"
     )
     assert run_costs.estimate(lines, tmp_path, cpu="Test CPU").startswith("estimated 1:20 (h:mm) for 300 runs, from runs")
+
+
+def test_a_cell_neither_table_measured_is_derived_from_both():
+    """The reference machine ran jax_nnx, this one an expensive env that jax_nnx never ran: jax_nnx's cells from the
+    reference, scaled to this machine, plus what the env added to jax_linen's run here."""
+    craftax = {"variant": "jax_linen", "env": "Craftax", "size": "s", "setup_s": 10.5, "first_s": 61.0, "later_s": 20.25}
+    nnx = {"variant": "jax_nnx", "env": "CartPole-v1", "size": "s", "setup_s": 1.0, "first_s": 2.0, "later_s": 0.4}
+    estimator = run_costs.Estimator({**FAST, "cells": [*FAST["cells"], craftax]}, {**TABLE, "cells": [*TABLE["cells"], nnx]})
+    # this machine's jax_linen at half the reference's time (the CartPole cell both measured), for every variant;
+    # jax_linen's typical cell here: the medians over CartPole, Acrobot, Craftax and the reference's Breakout scaled
+    typical_linen = {"setup_s": 0.5, "first_s": 1.25, "later_s": 0.525}
+    added = {key: craftax[key] - typical_linen[key] for key in typical_linen}
+    expected = 4 + (0.5 + added["setup_s"]) + (1.0 + added["first_s"]) + 7 * (0.2 + added["later_s"])
+    assert estimator.seconds("jax_nnx", "Craftax", "s", 8) == pytest.approx(expected)
 
 
 def test_each_committed_table_is_kept_under_its_own_cpu_models_name():
