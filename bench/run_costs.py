@@ -142,18 +142,18 @@ class Estimator:
         the median of what it added to the other variants' runs, at this size if any ran it there. An env's step costs
         the same whatever the network, so on an env that dwarfs the network (Craftax) this holds where a ratio to the
         typical env would multiply the network's time by the env's."""
-        for size_ in SIZE_OF.values():
-            cell, typical = self.cells.get((variant, env, size_)), self.typical(variant, size_)
+
+        def added(cell, typical):
+            return {key: max(0.0, cell[key] - typical[key]) for key in KEYS}
+
+        for at in SIZE_OF.values():
+            cell, typical = self.cells.get((variant, env, at)), self.typical(variant, at)
             if cell and typical:
-                return {key: max(0.0, cell[key] - typical[key]) for key in KEYS}
-        for size_ in (size, *(z for z in SIZE_OF.values() if z != size)):
-            added = [
-                {key: max(0.0, cell[key] - typical[key]) for key in KEYS}
-                for (v, e, z), cell in self.cells.items()
-                if e == env and z == size_ and (typical := self.typical(v, z))
-            ]
-            if added:
-                return {key: statistics.median(a[key] for a in added) for key in KEYS}
+                return added(cell, typical)
+        for at in (size, *(z for z in SIZE_OF.values() if z != size)):
+            others = [added(c, t) for (v, e, z), c in self.cells.items() if e == env and z == at and (t := self.typical(v, z))]
+            if others:
+                return {key: statistics.median(a[key] for a in others) for key in KEYS}
         return None
 
     def typical(self, variant: str, size: str):
