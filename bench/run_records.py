@@ -85,13 +85,13 @@ KEEP_MEMORY = f"{KEEP_FREED}:{ONE_ARENA}"
 XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false"
 
 
-SETTINGS = (*ALLOCATOR, "XLA_FLAGS")  # the environment's settings under which two runs' times are not comparable
+KEPT_APART = (*ALLOCATOR, "XLA_FLAGS")  # variables of the environment under which two runs' times are not compared
 
 
 def run_setting(variables) -> str:
     """The settings among `variables` (a record's, as settings_of reads them, or os.environ) as one string, '' for
     the defaults: timings under two settings are never compared."""
-    return " ".join(f"{name}={variables[name]}" for name in SETTINGS if variables.get(name))
+    return " ".join(f"{name}={variables[name]}" for name in KEPT_APART if variables.get(name))
 
 
 def settings_of(record: dict) -> dict:

@@ -20,7 +20,7 @@ import pytest
 from conftest import DECLARED, ROOT, VARIANTS, in_background, load
 from plan import load as load_plan
 from presets import PRESETS
-from run_records import SETTINGS, XLA_ONE_THREAD
+from run_records import KEPT_APART, XLA_ONE_THREAD
 
 BENCHMARK = ROOT / "benchmark.sh"
 FAKE = ROOT / "tests" / "fixtures" / "fake_variant.py"
@@ -470,7 +470,7 @@ def test_a_sweep_is_not_resumed_under_another_setting(tmp_path, variable):
     else:
         cpu["allocator"][variable] = value
     earlier.write_text(json.dumps(record))
-    refused = sweep(*FAKE_PLAN, "--out", str(out), env={"PYTHON": python}, unset=SETTINGS)
+    refused = sweep(*FAKE_PLAN, "--out", str(out), env={"PYTHON": python}, unset=KEPT_APART)
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
     assert f"timed with {variable}={value}, and this sweep has none" in refused.stderr
     assert [p.name for p in out.rglob("*.json")] == [earlier.name]
