@@ -9,6 +9,7 @@
     tables.py            the pieces summary.md is written with: tables, numbers with intervals, figure links
     figures.py           the timing figures, drawn from the summary
     learning_figures.py  the learning figures, drawn from the summary
+    front.py             the front page's answer: a table and a figure over several sweeps' records (python -m report.front)
 
 Only the figures import matplotlib: the statistics and the report import without it.
 """

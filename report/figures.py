@@ -156,6 +156,56 @@ def draw(summary, out) -> None:
             draw_section(section, out)
 
 
+# ---------------------------------------------------------------- the front page's answer (report.front)
+def front(result, out) -> None:
+    """answer.png: each variant's multiple of the reference's time, column by column as the front page's table has
+    them, with its interval; the model sizes over the gymnax environments joined by a line per variant."""
+    from report.front import header  # (report.front imports this module only when it draws)
+
+    columns, variants = result["columns"], [v for v in result["variants"] if v != REFERENCE]
+    fig, ax = plt.subplots(figsize=(11, 5))
+    sizes = [i for i, c in enumerate(columns) if c["column"].env is None]  # the size trend: one line per variant
+    for k, v in enumerate(variants):
+        mine = [(i, c["cells"][v]) for i, c in enumerate(columns) if v in c["cells"]]
+        xs = [i + 0.09 * (k - (len(variants) - 1) / 2) for i, _ in mine]
+        rows = [row for _, row in mine]
+        ax.errorbar(
+            xs, [r["ratio"] for r in rows], yerr=interval_bars(rows), fmt="o", ms=5, capsize=3, color=COLORS.get(v), label=v
+        )
+        trend = [(x, r["ratio"]) for (i, r), x in zip(mine, xs) if i in sizes]
+        if len(trend) > 1:
+            ax.plot(*zip(*trend), color=COLORS.get(v), lw=0.8, alpha=0.6)
+    ax.axhline(1, color=COLORS[REFERENCE], lw=1, ls="--", label=f"{REFERENCE} (1)")
+    # The questions apart (model sizes, expensive environments, a GPU), each region named by where it ran
+    where = [front_device(c) for c in columns]
+    starts = [i for i in range(len(columns)) if i == 0 or (i in sizes) != (i - 1 in sizes) or where[i] != where[i - 1]]
+    for start, end in zip(starts, [*starts[1:], len(columns)]):
+        if start:
+            ax.axvline(start - 0.5, color="0.8", lw=0.8)
+        ax.text(
+            (start + end - 1) / 2,
+            1.005,
+            where[start],
+            transform=ax.get_xaxis_transform(),
+            ha="center",
+            va="bottom",
+            fontsize=8,
+        )
+    labels = [header(c).replace(": " if ": " in header(c) else ", ", "\n", 1) for c in columns]
+    ax.set_xticks(range(len(columns)), labels, fontsize=8)
+    ax.set_xlim(-0.5, len(columns) - 0.5)
+    ax.set_yscale("log")
+    ax.set_ylabel(f"steady iteration, x {REFERENCE}'s time")
+    ax.set_title(f"Each variant's time per iteration over {REFERENCE}'s, with its 95% interval", pad=18)
+    save(fig, out, "answer.png", legend_inches=figure_legend(fig, ax))
+
+
+def front_device(entry) -> str:
+    """Where a column's runs ran, in a few words: "2-core CPU" or the GPU's name."""
+    record = entry["reference"]["runs"][0].record
+    return f"{record['cpu']['cores']}-core CPU" if record["device"] == "cpu" else record["device"]
+
+
 # ---------------------------------------------------------------- the sections' figures
 def answer(section, out) -> None:
     """The study's answer: each variant's steady iteration over the reference's against the environment's cost (one

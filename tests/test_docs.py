@@ -124,34 +124,3 @@ def test_the_time_to_learn_table_gives_the_committed_learn_reports_numbers():
             reported = {numbers for numbers, n in given.get((env, variant, float(bar)), set()) if str(n) in counts}
             numbers = tuple(float(x) for x in re.fullmatch(r" ?([\d.]+) \[([\d.]+), ([\d.]+)\] ?", cell).groups())
             assert numbers in reported, f"{env} to {bar}, {variant}: README {cell.strip()}, reports {reported}"
-
-
-def test_the_answer_tables_gpu_column_gives_the_committed_gpu_reports_numbers():
-    """README's answer table, its GPU column: each multiple of Linen's time and its interval ("34.4 [33.4, 35.0]",
-    and torch_compile's "with CUDA graphs" one) is what the report it names gives for that variant in the
-    environment the column's header names, so a number copied wrong, or left behind when the report is remade
-    with more runs of that cell, fails here."""
-    readme = (ROOT / "README.md").read_text()
-    header = re.search(r"^\| variant \| size s .*\|$", readme, re.M)
-    assert header, "the answer table's header was not found"
-    columns = [c.strip() for c in header.group(0).strip("|").split("|")]
-    column = next(i for i, c in enumerate(columns) if c.startswith("GPU"))
-    env = re.fullmatch(r"GPU .*: ([\w-]+), s", columns[column])
-    assert env, f"the GPU column's header names no environment at size s: {columns[column]}"
-    report = re.search(r"The GPU column: .*?\]\((results/[\w-]+)/summary\.md\)", readme, re.S)
-    assert report, "the report behind the GPU column is not named under the table"
-    answer = json.loads((ROOT / report.group(1) / "summary.json").read_text())["answer"]
-    given = {
-        a["variant"]: tuple(float(fmt(x)) for x in (a["ratio"], a["ci_low"], a["ci_high"]))
-        for a in answer
-        if a["metric"] == "steady" and a["size"] == "s" and a["env"] == env.group(1)
-    }
-    table = readme[header.end() :].split("\n\n")[0]
-    checked = []
-    for line in table.splitlines()[2:]:
-        variant, *cells = (c.strip() for c in line.strip("|").split("|"))
-        for graphs, *numbers in re.findall(r"(with CUDA graphs )?([\d.]+) \[([\d.]+), ([\d.]+)\]", cells[column - 1]):
-            name = variant + "+graphs" if graphs else variant
-            assert tuple(map(float, numbers)) == given.get(name), f"{name}: README {numbers}, report {given.get(name)}"
-            checked.append(name)
-    assert len(checked) >= 4, f"too few GPU cells found: {checked}"

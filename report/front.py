@@ -1,0 +1,240 @@
+"""The front page's answer: each variant's steady iteration over jax_linen's, one column per question (a model size over
+the 12 gymnax environments, an expensive environment, a GPU), each column computed from the records of the sweeps
+that measured it, as plot.py computes its answer (report.timing: a ratio per block, the geometric mean over the blocks,
+its bootstrap interval), so that every cell is the number the source's own summary.md gives. Writes answer.md (the
+table README.md shows, and where each column comes from) and answer.png.
+
+    python -m report.front --readme README.md                # results/records -> results/answer, and README's copy
+    python -m report.front --records DIR --out DIR
+"""
+
+import argparse
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from report.records import DECLARED, VARIANTS, load_runs, machine, ordered
+from report.tables import table
+from report.timing import REFERENCE, compare, suite
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from load_script import check_out, write_atomic  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+GPU_ONLY = {v.name for v in DECLARED if v.gpu_only}
+
+
+@dataclass(frozen=True)
+class Column:
+    title: str
+    size: str  # s, m or l
+    sources: tuple  # records directories; a variant's cell comes from the first that gives it an interval
+    env: Optional[str] = None  # one environment; None: every gymnax environment the source ran
+
+
+# The README's table, column by column. Two sources where one sweep timed the torch variants beside Linen and another
+# the JAX ones: a ratio is only ever taken within a block, so each sweep brings its own Linen.
+COLUMNS = (
+    Column("size s (64x64)", "s", ("cpu", "cpu-nojit")),
+    Column("size m (256x3)", "m", ("cpu-m", "cpu-m-jax")),
+    Column("size l (1024x6)", "l", ("cpu-l-12", "cpu-l-12-jax")),
+    Column("Craftax-Classic, size s", "s", ("cpu",), env="Craftax-Classic-Symbolic-v1"),
+    Column("full Craftax, size s", "s", ("craftax-full", "craftax-full-jax"), env="Craftax-Symbolic-v1"),
+    Column("CartPole-v1, size s", "s", ("gpu-h100-preset",), env="CartPole-v1"),
+)
+COMPILATION = COLUMNS[0]  # the column whose runs give iteration 0 (compilation), in seconds
+
+
+class FrontError(ValueError):
+    pass
+
+
+def column_runs(column: Column, runs) -> list:
+    """The overall runs of one source that the column reads."""
+    return [
+        r
+        for r in runs
+        if r.experiment == "overall"
+        and r.size == column.size
+        and (r.env == column.env if column.env else suite(r.env) == "gymnax")
+    ]
+
+
+def cell(column: Column, variant: str, sources: dict) -> Optional[dict]:
+    """The variant's row (report.timing.compare) from the first of the column's sources that gives it an interval, or
+    else from the first that gives it a ratio at all; with the source, its machine and its environments. None where no
+    source ran it beside the reference."""
+    found = []
+    for name in column.sources:
+        runs = column_runs(column, sources[name])
+        row = compare(runs, REFERENCE, variant, "steady", column.size)
+        if row:
+            mine = [r for r in runs if r.variant == variant]
+            found.append({**row, "source": name, "machine": one_machine(mine, name), "runs": mine})
+    with_ci = [f for f in found if f["ci_low"] is not None]
+    return (with_ci or found or [None])[0]
+
+
+def one_machine(runs, source: str) -> str:
+    machines = {machine(r.record) for r in runs}
+    if len(machines) != 1:  # a ratio across machines is never taken; nor is a median across them
+        raise FrontError(f"{source}: the runs a column reads come from {len(machines)} machines: {sorted(machines)}")
+    return machines.pop()
+
+
+def reference(column: Column, sources: dict) -> Optional[dict]:
+    """jax_linen's median steady iteration in the column's first source that ran it."""
+    for name in column.sources:
+        mine = [r for r in column_runs(column, sources[name]) if r.variant == REFERENCE]
+        if mine:
+            one_machine(mine, name)
+            return {"seconds": float(np.median([r.steady for r in mine])), "source": name, "runs": mine}
+    return None
+
+
+def answer(sources: dict) -> dict:
+    """Every column's cells: {"columns": [{"column", "reference", "cells": {variant: row}, "envs"}], "variants"}."""
+    columns = []
+    for column in COLUMNS:
+        ref = reference(column, sources)
+        if ref is None:
+            raise FrontError(f"{column.title}: no {REFERENCE} run in {', '.join(column.sources)}")
+        cells = {v: c for v in VARIANTS if v != REFERENCE and (c := cell(column, v, sources))}
+        envs = {r.env for c in [ref, *cells.values()] for r in c["runs"]}
+        columns.append({"column": column, "reference": ref, "cells": cells, "envs": len(envs)})
+    variants = ordered([REFERENCE, *(v for c in columns for v in c["cells"])], VARIANTS)
+    return {"columns": columns, "variants": variants}
+
+
+# ---------------------------------------------------------------- answer.md
+def number(x: float, digits: int = 3) -> str:
+    """x to `digits` significant digits, its trailing zeros kept (2.20, 35.0, 0.974), and no exponent (150, 1230)."""
+    if abs(x) >= 10**digits:
+        return f"{round(x, digits - len(str(int(abs(x))))):.0f}"
+    return f"{x:#.{digits}g}".rstrip(".")
+
+
+def seconds(s: float) -> str:
+    return f"{number(s * 1000, 2)} ms" if s < 0.1 else f"{number(s, 2)} s"
+
+
+def header(entry) -> str:
+    """A column's header: its title, with how many environments it pools, or on a GPU which one."""
+    column, device = entry["column"], entry["reference"]["runs"][0].record["device"]
+    title = column.title if column.env else f"{column.title}, {entry['envs']} gymnax environments"
+    return title if device == "cpu" else f"GPU ({device}): {title}"
+
+
+def text(entry, variant: str) -> str:
+    """A cell: the multiple of Linen's time and its interval, where fewer environments than the column's, how many."""
+    if variant == REFERENCE:
+        return f"1 ({seconds(entry['reference']['seconds'])} an iteration)"
+    row = entry["cells"].get(variant)
+    if row is None:
+        return missing(entry, variant)
+    envs = len({r.env for r in row["runs"]})
+    fewer = f" ({envs} environment{'s' * (envs > 1)})" if envs < entry["envs"] else ""
+    interval = f" [{number(row['ci_low'])}, {number(row['ci_high'])}]" if row["ci_low"] is not None else ""
+    return number(row["ratio"]) + interval + fewer
+
+
+def missing(entry, variant: str) -> str:
+    on_cpu = entry["reference"]["runs"][0].record["device"] == "cpu"
+    return "needs a GPU" if variant in GPU_ONLY and on_cpu else "not run"
+
+
+def compilation(entry, variant: str) -> str:
+    """Iteration 0 in seconds: the median over the runs its column's cell came from."""
+    row = entry["reference"] if variant == REFERENCE else entry["cells"].get(variant)
+    if row is None:
+        return missing(entry, variant)
+    return seconds(float(np.median([r.record["iteration_durations"][0] for r in row["runs"]])))
+
+
+def provenance(entry) -> str:
+    """Where a column comes from: each source with its machine, and how many blocks each variant's cell pooled."""
+    column, cells = entry["column"], entry["cells"]
+    parts = []
+    for name in column.sources:
+        mine = [v for v in cells if cells[v]["source"] == name]
+        if mine or name == entry["reference"]["source"]:
+            blocks = ", ".join(f"{v} {cells[v]['n_blocks']}" for v in mine)
+            made_on = next(iter({cells[v]["machine"] for v in mine} or {"-"}))
+            parts.append(f"`{name}` ({made_on}; blocks: {blocks or 'none'})")
+    return f"- {header(entry)}: " + "; ".join(parts)
+
+
+def markdown(result: dict) -> str:
+    columns = result["columns"]
+    rows = [
+        [v, *(text(c, v) for c in columns), compilation(next(c for c in columns if c["column"] == COMPILATION), v)]
+        for v in result["variants"]
+    ]
+    head = ["variant", *(header(c) for c in columns), f"iteration 0 at {COMPILATION.size} (compilation)"]
+    return "\n".join(
+        [
+            table(head, rows),
+            "",
+            "Each cell: the variant's steady iteration (the median of iterations 1-end) over jax_linen's in the same"
+            " block of runs, the geometric mean over the blocks and its 95% bootstrap interval; iteration 0: the"
+            " median over the cell's runs. Where each column comes from (`results/records/NAME`, a sweep's records;"
+            " its report, with every environment's cell: `results/NAME/summary.md`):",
+            "",
+            *(provenance(c) for c in columns),
+            "",
+        ]
+    )
+
+
+# ---------------------------------------------------------------- the command
+# README.md holds a copy of answer.md between these two lines
+MARKERS = re.compile(r"(<!-- answer\.md[^\n]*-->\n\n)(.*?)(<!-- end of answer\.md -->)", re.S)
+
+
+def with_copy(page: str, made: str) -> str:
+    """page with its copy of answer.md replaced by `made`."""
+    if not MARKERS.search(page):
+        raise FrontError("no <!-- answer.md ... --> and <!-- end of answer.md --> lines to put the table between")
+    return MARKERS.sub(lambda m: m.group(1) + made + "\n" + m.group(3), page, count=1)
+
+
+def load(records: Path) -> dict:
+    """{source: its runs} for every source a column names."""
+    names = sorted({name for column in COLUMNS for name in column.sources})
+    missing = [name for name in names if not (records / name).is_dir()]
+    if missing:
+        raise FrontError(f"no records directory {records / missing[0]} (every column's source must be there)")
+    return {name: load_runs(records / name)[0] for name in names}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--records", type=Path, default=ROOT / "results" / "records", help="the sweeps' records")
+    parser.add_argument("--out", type=Path, default=ROOT / "results" / "answer", help="where answer.md and answer.png go")
+    parser.add_argument("--readme", type=Path, help="a page whose copy of answer.md (between its markers) to replace")
+    args = parser.parse_args(argv)
+    check_out(args.out, "--out", directory=True)
+    try:
+        result = answer(load(args.records))
+        made = markdown(result)
+        page = with_copy(args.readme.read_text(), made) if args.readme else None
+    except (FrontError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    from report.figures import front  # matplotlib only here: the statistics import without it
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_atomic(args.out / "answer.md", made)
+    front(result, args.out)
+    if page is not None:
+        write_atomic(args.readme, page)
+    print(f"wrote {args.out / 'answer.md'} and answer.png" + (f", and its copy in {args.readme}" if args.readme else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

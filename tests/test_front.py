@@ -1,0 +1,109 @@
+"""report.front, the front page's answer: on synthetic sweeps whose ratios are known, each cell is the ratio of its
+first source that gives it an interval; and on the committed records, README.md's table is the one it makes."""
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+from test_plot import record, write  # a schema-1 record whose steady iteration is its `iteration`
+
+sys.path.insert(0, str(ROOT))
+from report import front  # noqa: E402
+
+ENVS = ["CartPole-v1", "Acrobot-v1", "Breakout-MinAtar"]
+
+
+def sweep(directory, variants: dict, envs=ENVS, seeds=(1, 2, 3), device="cpu", model="EPYC"):
+    """Overall runs at size s: {variant: steady seconds}, jax_linen's included, in every (env, seed) block."""
+    for env in envs:
+        for seed in seeds:
+            for variant, seconds in variants.items():
+                r = record("overall", variant, env, "s", seed, total=30 * seconds, iteration=seconds)
+                r.update(schema_version=2, device=device, cpu={"model": model, "cores": 2}, peak_host_memory_mb=1.0)
+                if variant.endswith("+graphs"):
+                    r["variant"], r["args"]["cuda_graphs"] = "torch_compile", True
+                write(directory, f"overall/{variant}__{env}__s__seed{seed}.json", r)
+
+
+@pytest.fixture
+def columns(monkeypatch):
+    chosen = (
+        front.Column("size s", "s", ("torch-sweep", "nojit-sweep")),
+        front.Column("CartPole-v1, size s", "s", ("gpu-sweep",), env="CartPole-v1"),
+    )
+    monkeypatch.setattr(front, "COLUMNS", chosen)
+    monkeypatch.setattr(front, "COMPILATION", chosen[0])
+    return chosen
+
+
+def make(tmp_path):
+    # torch-sweep timed linen_nojit in two blocks only (no interval): its cell must come from nojit-sweep's three
+    sweep(tmp_path / "torch-sweep", {"jax_linen": 0.2, "torch": 0.6})
+    sweep(tmp_path / "torch-sweep", {"jax_linen": 0.2, "linen_nojit": 4.0}, envs=["CartPole-v1"], seeds=(1, 2))
+    sweep(tmp_path / "nojit-sweep", {"jax_linen": 0.1, "linen_nojit": 5.0}, envs=["CartPole-v1"])
+    sweep(tmp_path / "gpu-sweep", {"jax_linen": 0.02, "torch_compile+graphs": 0.36}, device="NVIDIA Z", envs=ENVS[:2])
+    return front.answer(front.load(tmp_path))
+
+
+def cells(markdown: str) -> dict:
+    lines = [line.strip("|").split(" | ") for line in markdown.splitlines() if line.startswith("| ")]
+    head, rows = lines[0], lines[1:]
+    return {(row[0].strip(), column.strip()): cell.strip() for row in rows for column, cell in zip(head, row)}
+
+
+def test_each_cell_is_its_first_sources_ratio_with_an_interval(tmp_path, columns):
+    table = cells(front.markdown(make(tmp_path)))
+    s, gpu = "size s, 3 gymnax environments", "GPU (NVIDIA Z): CartPole-v1, size s"
+    assert table["jax_linen", s] == "1 (0.20 s an iteration)"
+    assert table["torch", s] == "3.00 [3.00, 3.00]"
+    assert table["linen_nojit", s] == "50.0 [50.0, 50.0] (1 environment)"  # nojit-sweep's 5.0 / 0.1, not 4.0 / 0.2
+    assert table["torch_compile+graphs", gpu] == "18.0 [18.0, 18.0]"  # CartPole-v1's blocks alone
+    assert table["torch_compile+graphs", s] == "needs a GPU"
+    assert table["torch", gpu] == "not run"
+    assert table["jax_linen", gpu] == "1 (20 ms an iteration)"
+    assert table["linen_nojit", "iteration 0 at s (compilation)"] == "150 s"  # 30x its steady iteration, its cell's runs
+
+
+def test_a_column_whose_source_mixes_machines_is_refused(tmp_path, columns):
+    sweep(tmp_path / "torch-sweep", {"jax_linen": 0.2, "torch": 0.6}, seeds=(1, 2))
+    sweep(tmp_path / "torch-sweep", {"jax_linen": 0.2, "torch": 0.6}, seeds=(3,), model="another")
+    for name in ("nojit-sweep", "gpu-sweep"):
+        sweep(tmp_path / name, {"jax_linen": 0.1})
+    with pytest.raises(front.FrontError, match="torch-sweep: .* 2 machines"):
+        front.answer(front.load(tmp_path))
+
+
+def front_command(*flags, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "report.front", *flags], cwd=cwd, capture_output=True, text=True)
+
+
+def test_a_missing_source_is_one_line_and_exit_2_writing_nothing(tmp_path):
+    proc = front_command("--records", str(tmp_path), "--out", str(tmp_path / "answer"))
+    assert proc.returncode == 2
+    assert re.fullmatch(r"error: no records directory \S+ \(every column's source must be there\)\n", proc.stderr)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_page_without_the_markers_is_refused_before_anything_is_written(tmp_path, columns):
+    make(tmp_path)  # (the columns fixture applies to this process only: the command reads the committed records)
+    page = tmp_path / "page.md"
+    page.write_text("# a page\n\nno table here\n")
+    proc = front_command("--out", str(tmp_path / "answer"), "--readme", str(page))
+    assert proc.returncode == 2 and proc.stderr.startswith("error: no <!-- answer.md") and proc.stderr.count("\n") == 1
+    assert not (tmp_path / "answer").exists() and page.read_text() == "# a page\n\nno table here\n"
+    marked = "# a page\n\n<!-- answer.md: made here -->\n\nold\n<!-- end of answer.md -->\nafter\n"
+    assert front.with_copy(marked, "new\n") == marked.replace("old\n", "new\n\n")  # a blank line before the end
+
+
+def test_the_readme_shows_the_table_the_committed_records_make():
+    """README.md's answer table and the lines under it are answer.md as report.front makes it from the committed
+    records today, and so is results/answer/answer.md: a number copied wrong, or left behind when a sweep is added
+    or remade, fails here."""
+    made = front.markdown(front.answer(front.load(ROOT / "results" / "records")))
+    rerun = "rerun: python -m report.front --readme README.md"
+    assert (ROOT / "results" / "answer" / "answer.md").read_text() == made, rerun
+    readme = (ROOT / "README.md").read_text()
+    assert front.with_copy(readme, made) == readme, rerun
