@@ -19,7 +19,7 @@ import numpy as np
 
 from report.records import DECLARED, VARIANTS, load_runs, machine, ordered
 from report.tables import table
-from report.timing import REFERENCE, compare, suite
+from report.timing import REFERENCE, compare, memory, suite
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from load_script import check_out, write_atomic  # noqa: E402
@@ -46,7 +46,7 @@ COLUMNS = (
     Column("full Craftax, size s", "s", ("craftax-full", "craftax-full-jax"), env="Craftax-Symbolic-v1"),
     Column("CartPole-v1, size s", "s", ("gpu-h100-preset",), env="CartPole-v1"),
 )
-COMPILATION = COLUMNS[0]  # the column whose runs give iteration 0 (compilation), in seconds
+FIRST = COLUMNS[0]  # the column whose runs give the last ones: iteration 0 (compilation) and peak memory
 
 
 class FrontError(ValueError):
@@ -147,12 +147,22 @@ def missing(entry, variant: str) -> str:
     return "needs a GPU" if variant in GPU_ONLY and on_cpu else "not run"
 
 
-def compilation(entry, variant: str) -> str:
-    """Iteration 0 in seconds: the median over the runs its column's cell came from."""
+def compile_seconds(runs) -> str:
+    return seconds(float(np.median([r.record["iteration_durations"][0] for r in runs])))
+
+
+def peak_memory(runs) -> str:
+    rows = memory(runs)  # report.timing's: the median of the records that hold it
+    return f"{number(rows[0]['host_mb_median'], 2)} MiB" if rows else "not recorded"
+
+
+# The last columns: a statistic of the runs behind each variant's cell in the first column
+PER_RUN = {f"iteration 0 at {FIRST.size} (compilation)": compile_seconds, f"peak memory at {FIRST.size}": peak_memory}
+
+
+def per_run(entry, variant: str, statistic) -> str:
     row = entry["reference"] if variant == REFERENCE else entry["cells"].get(variant)
-    if row is None:
-        return missing(entry, variant)
-    return seconds(float(np.median([r.record["iteration_durations"][0] for r in row["runs"]])))
+    return missing(entry, variant) if row is None else statistic(row["runs"])
 
 
 def provenance(entry) -> str:
@@ -170,18 +180,19 @@ def provenance(entry) -> str:
 
 def markdown(result: dict) -> str:
     columns = result["columns"]
+    first = next(c for c in columns if c["column"] == FIRST)
     rows = [
-        [v, *(text(c, v) for c in columns), compilation(next(c for c in columns if c["column"] == COMPILATION), v)]
+        [v, *(text(c, v) for c in columns), *(per_run(first, v, statistic) for statistic in PER_RUN.values())]
         for v in result["variants"]
     ]
-    head = ["variant", *(header(c) for c in columns), f"iteration 0 at {COMPILATION.size} (compilation)"]
+    head = ["variant", *(header(c) for c in columns), *PER_RUN]
     return "\n".join(
         [
             table(head, rows),
             "",
             "Each cell: the variant's steady iteration (the median of iterations 1-end) over jax_linen's in the same"
-            " block of runs, the geometric mean over the blocks and its 95% bootstrap interval; iteration 0: the"
-            " median over the cell's runs. Where each column comes from (`results/records/NAME`, a sweep's records;"
+            " block of runs, the geometric mean over the blocks and its 95% bootstrap interval; iteration 0 and the"
+            " peak of the process's resident memory: the median over the runs behind the first column's cell. Where each column comes from (`results/records/NAME`, a sweep's records;"
             " its report, with every environment's cell: `results/NAME/summary.md`):",
             "",
             *(provenance(c) for c in columns),

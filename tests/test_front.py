@@ -35,7 +35,7 @@ def columns(monkeypatch):
         front.Column("CartPole-v1, size s", "s", ("gpu-sweep",), env="CartPole-v1"),
     )
     monkeypatch.setattr(front, "COLUMNS", chosen)
-    monkeypatch.setattr(front, "COMPILATION", chosen[0])
+    monkeypatch.setattr(front, "FIRST", chosen[0])
     return chosen
 
 
@@ -65,6 +65,8 @@ def test_each_cell_is_its_first_sources_ratio_with_an_interval(tmp_path, columns
     assert table["torch", gpu] == "not run"
     assert table["jax_linen", gpu] == "1 (20 ms an iteration)"
     assert table["linen_nojit", "iteration 0 at s (compilation)"] == "150 s"  # 30x its steady iteration, its cell's runs
+    assert table["torch", "peak memory at s"] == "1.0 MiB"
+    assert table["torch_compile+graphs", "peak memory at s"] == "needs a GPU"
 
 
 def test_a_column_whose_source_mixes_machines_is_refused(tmp_path, columns):
