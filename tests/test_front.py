@@ -69,6 +69,16 @@ def test_each_cell_is_its_first_sources_ratio_with_an_interval(tmp_path, columns
     assert table["torch_compile+graphs", "peak memory at s"] == "needs a GPU"
 
 
+def test_the_command_writes_the_table_and_the_figure_and_the_readmes_copy(tmp_path, columns):
+    made = front.markdown(make(tmp_path))
+    page = tmp_path / "README.md"
+    page.write_text("# a page\n\n<!-- answer.md: made here -->\n\nold\n<!-- end of answer.md -->\n")
+    assert front.main(["--records", str(tmp_path), "--out", str(tmp_path / "answer"), "--readme", str(page)]) == 0
+    assert (tmp_path / "answer" / "answer.md").read_text() == made
+    assert (tmp_path / "answer" / "answer.png").read_bytes().startswith(b"\x89PNG")
+    assert made in page.read_text() and "old" not in page.read_text()
+
+
 def test_a_column_whose_source_mixes_machines_is_refused(tmp_path, columns):
     sweep(tmp_path / "torch-sweep", {"jax_linen": 0.2, "torch": 0.6}, seeds=(1, 2))
     sweep(tmp_path / "torch-sweep", {"jax_linen": 0.2, "torch": 0.6}, seeds=(3,), model="another")
