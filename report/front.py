@@ -74,14 +74,16 @@ def cell(column: Column, variant: str, sources: dict) -> Optional[dict]:
         row = compare(runs, REFERENCE, variant, "steady", column.size)
         if row:
             mine = [r for r in runs if r.variant == variant]
-            found.append({**row, "source": name, "machine": one_machine(mine, name), "runs": mine})
+            found.append({**row, "source": name, "machine": one_machine(runs, name), "runs": mine})
     with_ci = [f for f in found if f["ci_low"] is not None]
     return (with_ci or found or [None])[0]
 
 
 def one_machine(runs, source: str) -> str:
+    """The machine of all the runs a column reads from one source: a ratio pairs any two variants of a block, so a
+    source whose blocks, or whose variants, ran on two machines would divide one machine's time by another's."""
     machines = {machine(r.record) for r in runs}
-    if len(machines) != 1:  # a ratio across machines is never taken; nor is a median across them
+    if len(machines) != 1:
         raise FrontError(f"{source}: the runs a column reads come from {len(machines)} machines: {sorted(machines)}")
     return machines.pop()
 
@@ -89,9 +91,10 @@ def one_machine(runs, source: str) -> str:
 def reference(column: Column, sources: dict) -> Optional[dict]:
     """jax_linen's median steady iteration in the column's first source that ran it."""
     for name in column.sources:
-        mine = [r for r in column_runs(column, sources[name]) if r.variant == REFERENCE]
+        runs = column_runs(column, sources[name])
+        mine = [r for r in runs if r.variant == REFERENCE]
         if mine:
-            one_machine(mine, name)
+            one_machine(runs, name)
             return {"seconds": float(np.median([r.steady for r in mine])), "source": name, "runs": mine}
     return None
 

@@ -79,9 +79,16 @@ def test_the_command_writes_the_table_and_the_figure_and_the_readmes_copy(tmp_pa
     assert made in page.read_text() and "old" not in page.read_text()
 
 
-def test_a_column_whose_source_mixes_machines_is_refused(tmp_path, columns):
-    sweep(tmp_path / "torch-sweep", {"jax_linen": 0.2, "torch": 0.6}, seeds=(1, 2))
-    sweep(tmp_path / "torch-sweep", {"jax_linen": 0.2, "torch": 0.6}, seeds=(3,), model="another")
+@pytest.mark.parametrize("split", ["by seed", "by variant"])
+def test_a_column_whose_source_mixes_machines_is_refused(tmp_path, columns, split):
+    """No ratio across machines: neither where some blocks ran elsewhere, nor where a variant ran elsewhere than the
+    reference in the same blocks (each variant on one machine, but not the same one)."""
+    if split == "by seed":
+        sweep(tmp_path / "torch-sweep", {"jax_linen": 0.2, "torch": 0.6}, seeds=(1, 2))
+        sweep(tmp_path / "torch-sweep", {"jax_linen": 0.2, "torch": 0.6}, seeds=(3,), model="another")
+    else:
+        sweep(tmp_path / "torch-sweep", {"jax_linen": 0.2})
+        sweep(tmp_path / "torch-sweep", {"torch": 0.6}, model="another")
     for name in ("nojit-sweep", "gpu-sweep"):
         sweep(tmp_path / name, {"jax_linen": 0.1})
     with pytest.raises(front.FrontError, match="torch-sweep: .* 2 machines"):
