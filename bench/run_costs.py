@@ -1,6 +1,6 @@
 """What a sweep will cost, from what earlier runs cost: the estimate benchmark.sh prints before it starts.
 
-    python bench/run_costs.py build results/records/cpu --log results/records/cpu/sweep.log   # the table, from records
+    python bench/run_costs.py build results/speed/cpu/records --log results/speed/cpu/records/sweep.log   # the table, from records
     printf 'torch CartPole-v1 s 21\\n' | python bench/run_costs.py estimate             # seconds for these runs
 
 One table per CPU model (bench/costs/<model>.json), since two models of one family run the same runs at different

@@ -4,11 +4,12 @@ that measured it, as plot.py computes its answer (report.timing: a ratio per blo
 its bootstrap interval), so that every cell is the number the source's own summary.md gives. Writes answer.md (the
 table README.md shows, and where each column comes from) and answer.png.
 
-    python -m report.front --readme README.md                # results/records -> results/answer, and README's copy
-    python -m report.front --records DIR --out DIR
+    python -m report.front --readme README.md                # results/KIND/SET/records -> results/answer, and README's copy
+    python -m report.front --records DIR --out DIR             # DIR/KIND/SET/records
 """
 
 import argparse
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -32,19 +33,19 @@ GPU_ONLY = {v.name for v in DECLARED if v.gpu_only}
 class Column:
     title: str
     size: str  # s, m or l
-    sources: tuple  # records directories; a variant's cell comes from the first that gives it an interval
+    sources: tuple  # sets (results/KIND/SET, their runs in records/); a variant's cell comes from the first with an interval
     env: Optional[str] = None  # one environment; None: every gymnax environment the source ran
 
 
 # The README's table, column by column. Two sources where one sweep timed the torch variants beside Linen and another
 # the JAX ones: a ratio is only ever taken within a block, so each sweep brings its own Linen.
 COLUMNS = (
-    Column("size s (64x64)", "s", ("cpu", "cpu-nojit")),
-    Column("size m (256x3)", "m", ("cpu-m", "cpu-m-jax")),
-    Column("size l (1024x6)", "l", ("cpu-l-12", "cpu-l-12-jax")),
-    Column("Craftax-Classic, size s", "s", ("cpu",), env="Craftax-Classic-Symbolic-v1"),
-    Column("full Craftax, size s", "s", ("craftax-full", "craftax-full-jax"), env="Craftax-Symbolic-v1"),
-    Column("CartPole-v1, size s", "s", ("gpu-h100-preset",), env="CartPole-v1"),
+    Column("size s (64x64)", "s", ("speed/cpu", "speed/cpu-nojit")),
+    Column("size m (256x3)", "m", ("speed/cpu-m", "speed/cpu-m-jax")),
+    Column("size l (1024x6)", "l", ("speed/cpu-l-12", "speed/cpu-l-12-jax")),
+    Column("Craftax-Classic, size s", "s", ("speed/cpu",), env="Craftax-Classic-Symbolic-v1"),
+    Column("full Craftax, size s", "s", ("speed/craftax-full", "speed/craftax-full-jax"), env="Craftax-Symbolic-v1"),
+    Column("CartPole-v1, size s", "s", ("gpu/h100-preset",), env="CartPole-v1"),
 )
 FIRST = COLUMNS[0]  # the column whose runs give the last ones: iteration 0 (compilation) and peak memory
 
@@ -168,8 +169,9 @@ def per_run(entry, variant: str, statistic) -> str:
     return missing(entry, variant) if row is None else statistic(row["runs"])
 
 
-def provenance(entry) -> str:
-    """Where a column comes from: each source with its machine, and how many blocks each variant's cell pooled."""
+def provenance(entry, base: str) -> str:
+    """Where a column comes from: each source, linked to its report (`base`: the results folder from the page), with its
+    machine and how many blocks each variant's cell pooled."""
     column, cells = entry["column"], entry["cells"]
     parts = []
     for name in column.sources:
@@ -177,11 +179,12 @@ def provenance(entry) -> str:
         if mine or name == entry["reference"]["source"]:
             blocks = ", ".join(f"{v} {cells[v]['n_blocks']}" for v in mine)
             made_on = next(iter({cells[v]["machine"] for v in mine} or {"-"}))
-            parts.append(f"`{name}` ({made_on}; blocks: {blocks or 'none'})")
+            parts.append(f"[{name}]({base}{name}/report/summary.md) ({made_on}; blocks: {blocks or 'none'})")
     return f"- {header(entry)}: " + "; ".join(parts)
 
 
-def markdown(result: dict) -> str:
+def markdown(result: dict, base: str = "../") -> str:
+    """answer.md; its links to the reports start with `base`, the results folder as seen from the page's folder."""
     columns = result["columns"]
     first = next(c for c in columns if c["column"] == FIRST)
     rows = [
@@ -195,10 +198,11 @@ def markdown(result: dict) -> str:
             "",
             "Each cell: the variant's steady iteration (the median of iterations 1-end) over jax_linen's in the same"
             " block of runs, the geometric mean over the blocks and its 95% bootstrap interval; iteration 0 and the"
-            " peak of the process's resident memory: the median over the runs behind the first column's cell. Where each column comes from (`results/records/NAME`, a sweep's records;"
-            " its report, with every environment's cell: `results/NAME/summary.md`):",
+            " peak of the process's resident memory: the median over the runs behind the first column's cell. Where each"
+            " column comes from (a set of results/, its runs in `records/`; linked, its report, with every environment's"
+            " cell):",
             "",
-            *(provenance(c) for c in columns),
+            *(provenance(c, base) for c in columns),
             "",
         ]
     )
@@ -219,23 +223,29 @@ def with_copy(page: str, made: str) -> str:
 def load(records: Path) -> dict:
     """{source: its runs} for every source a column names."""
     names = sorted({name for column in COLUMNS for name in column.sources})
-    missing = [name for name in names if not (records / name).is_dir()]
+    missing = [name for name in names if not (records / name / "records").is_dir()]
     if missing:
-        raise FrontError(f"no records directory {records / missing[0]} (every column's source must be there)")
-    return {name: load_runs(records / name)[0] for name in names}
+        raise FrontError(f"no records directory {records / missing[0] / 'records'} (every column's source must be there)")
+    return {name: load_runs(records / name / "records")[0] for name in names}
+
+
+def base(results: Path, page_folder: Path) -> str:
+    """The results folder as a page in page_folder links it: "../" from results/answer, "results/" from the root."""
+    return Path(os.path.relpath(results.resolve(), page_folder.resolve())).as_posix() + "/"
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--records", type=Path, default=ROOT / "results" / "records", help="the sweeps' records")
+    parser.add_argument("--records", type=Path, default=ROOT / "results", help="the sets' folder (SET/records each)")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "answer", help="where answer.md and answer.png go")
     parser.add_argument("--readme", type=Path, help="a page whose copy of answer.md (between its markers) to replace")
     args = parser.parse_args(argv)
     check_out(args.out, "--out", directory=True)
     try:
         result = answer(load(args.records))
-        made = markdown(result)
-        page = with_copy(args.readme.read_text(), made) if args.readme else None
+        made = markdown(result, base(args.records, args.out))
+        copy = markdown(result, base(args.records, args.readme.parent)) if args.readme else None
+        page = with_copy(args.readme.read_text(), copy) if args.readme else None
     except (FrontError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

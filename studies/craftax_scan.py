@@ -1,6 +1,6 @@
 """Is a Craftax step slower inside a compiled `lax.scan` than jitted alone and called once per step, and why?
 
-The Craftax sync runs (results/craftax-sync) found torch's rollout faster than Linen's, and nearly all of it the env
+The Craftax sync runs (results/speed/craftax-sync) found torch's rollout faster than Linen's, and nearly all of it the env
 steps and DLPack hand-overs: the torch scripts call one jitted JAX env step per rollout step, where the JAX scripts
 step the same envs inside one compiled scan. This times the env steps alone, four ways, in one process, with
 ppo_jax_linen.py's own step_envs and actions drawn beforehand (no network, no torch):
@@ -23,9 +23,9 @@ Each setting is a child process of its own (`--settings`, all three by default):
   one arena); by default glibc hands a large freed block (over mmap's threshold, which grows to at most 32 MiB) back
   to the kernel, which maps it afresh, page by page, when the next call allocates it again.
 
-    python studies/craftax_scan.py --out results/craftax_scan.json
+    python studies/craftax_scan.py --out results/studies/craftax-step/scan-classic.json
     python studies/craftax_scan.py --env-id Craftax-Symbolic-v1 --settings all_cores,keep_memory \
-        --out results/craftax_scan_full.json
+        --out results/studies/craftax-step/scan-full.json
 """
 
 import argparse

@@ -14,7 +14,7 @@ process, the two settings alternating:
   (as the iteration does) with nothing to compute, called `calls` times, under filter_jit and under
   jax.jit, alternating `pairs` times; the per-call difference with a 95% bootstrap interval.
 
-    python studies/equinox_filter_jit.py --out results/equinox_filter_jit.json
+    python studies/equinox_filter_jit.py --out results/studies/equinox-filter-jit/equinox-filter-jit.json
 """
 
 import contextlib

@@ -10,7 +10,7 @@ the random policy's mean episode return, per variant, with a 95% percentile-boot
 the random episodes; an interval above 0 reads "learned". Then the variants compared as the learn preset compares
 them (report.learning: rliable's IQM and the probability of improvement over jax_linen, with intervals).
 
-    python studies/expensive_env.py results/records/cpu --out results/craftax.json
+    python studies/expensive_env.py results/speed/cpu/records --out results/speed/cpu/expensive-env.json
 """
 
 import argparse

@@ -6,7 +6,7 @@ launches on a GPU). This times ppo_torch.py's compute_gae against the loop it re
 per block the ratio doubling / loop, then the median and range over the blocks. It also reports the largest
 difference between the two results (float32 rounding: the sums are grouped differently).
 
-    python studies/gae_doubling.py --out results/gae_doubling.json
+    python studies/gae_doubling.py --out results/studies/gae-doubling/gae-doubling.json
 """
 
 import argparse

@@ -7,7 +7,7 @@ truncation bootstrap, so the two do the same work. The two alternate over severa
 (plain, script, plain, script, ..., plain) and each keeps its best round, so that a passing
 load on the machine does not decide the ratio.
 
-    python studies/linen_overhead.py --env-id CartPole-v1 --hidden 64,64 --out results/linen_overhead.json
+    python studies/linen_overhead.py --env-id CartPole-v1 --hidden 64,64 --out results/studies/linen-overhead/linen-overhead.json
 """
 
 import dataclasses

@@ -23,11 +23,11 @@ setting move the answer table's ratio?). Over the blocks the geometric mean with
 (report.timing's, as plot.py computes a ratio's). Each run's minor page faults (the whole process, start-up included)
 are counted too: memory the kernel maps afresh shows there.
 
-    python studies/run_settings.py --out results/omp_spin.json
+    python studies/run_settings.py --out results/studies/omp-spin/omp-spin.json
     python studies/run_settings.py --settings keep_freed,one_arena,keep_memory --variants jax_linen,torch \
-        --env-id CartPole-v1 --out results/glibc_parts_s.json
+        --env-id CartPole-v1 --out results/studies/glibc/parts-s.json
     python studies/run_settings.py --settings one_core --variants jax_linen,jax_nnx,jax_equinox,torch \
-        --env-id Breakout-MinAtar --iterations 11 --blocks 5 --out results/one_core_breakout_s.json
+        --env-id Breakout-MinAtar --iterations 11 --blocks 5 --out results/studies/cores-threads/one-core-breakout-s.json
 """
 
 import argparse

@@ -1,6 +1,6 @@
 """Do the JAX variants run the same PPO? Start them from the same parameters and compare the runs.
 
-    python studies/same_start.py --seeds 36,53 --out results/same_start.json
+    python studies/same_start.py --seeds 36,53 --out results/studies/same-start/same-start.json
 
 A seed draws the same actions, minibatch permutations and env steps in every JAX script; what each
 framework draws differently is the network's initial parameters. So, for each seed, with each script's
@@ -86,7 +86,7 @@ def compare(reference: dict, record: dict) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", default="36,53", help="comma-separated seeds")
-    parser.add_argument("--out", default="results/same_start.json")
+    parser.add_argument("--out", default="results/studies/same-start/same-start.json")
     parser.add_argument("--iterations", type=int, default=100, help="iterations of the default config")
     args = parser.parse_args(argv)
     check_out(args.out)

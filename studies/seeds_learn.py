@@ -3,7 +3,7 @@ in one run (--num-seeds N) against seeds 1..N each alone, compared as the learn 
 (report.learning: rliable's IQM and mean of the final returns, and the probability that a run at once beats a run
 alone, each with its stratified-bootstrap interval; an interval containing 0.5 reads "learns like the reference").
 
-    python studies/seeds_learn.py --num-seeds 16 --out results/seeds_learn.json
+    python studies/seeds_learn.py --num-seeds 16 --out results/studies/seeds-learn/seeds-learn.json
 """
 
 import argparse

@@ -1,6 +1,6 @@
 """Does ppo_torch_compile.py train as ppo_torch.py does? Checked inside a whole training run.
 
-    python studies/torch_compile_check.py --seed 3 --out results/torch_compile_check/seed3.json
+    python studies/torch_compile_check.py --seed 3 --out results/studies/torch-compile-check/seed3.json
 
 Runs ppo_torch_compile.py's train() unchanged (the same random numbers, the same result), and:
 - runs ppo_torch.py's eager minibatch step (fused Adam) beside every compiled one, in lockstep from

@@ -1,6 +1,6 @@
 """Which compiled part of ppo_torch_compile.py changes how it learns? Compile one part at a time.
 
-    python studies/torch_compile_parts.py --parts policy --seeds 1-32 --out results/torch_compile_parts
+    python studies/torch_compile_parts.py --parts policy --seeds 1-32 --out results/studies/torch-compile-parts
 
 Runs ppo_torch_compile.py's train() unchanged except that torch.compile returns the function
 itself, uncompiled, for the parts not named in --parts:
@@ -14,7 +14,7 @@ rate). So --parts none is ppo_torch.py but for the sampler's and the compiled sc
 settings belongs to the parts that differ. Writes one record per seed (the script's own record, with
 `compiled_parts` added), atomically; a seed whose record exists is skipped.
 
-    python studies/torch_compile_parts.py --summary results/torch_compile_parts --learn results/records/learn/learn
+    python studies/torch_compile_parts.py --summary results/studies/torch-compile-parts --learn results/learn/learn-preset/records/learn
 
 compares every --parts setting found, and the whole compiled script, with eager torch (the learn
 preset's records in --learn: torch__*.json and torch_compile__*.json) as plot.py compares variants: the
@@ -100,12 +100,12 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--learn",
         type=Path,
-        default=ROOT / "results/records/learn/learn",
+        default=ROOT / "results/learn/learn-preset/records/learn",
         help="with --summary: the learn preset's records (torch__*.json, torch_compile__*.json)",
     )
     parser.add_argument("--parts", help=f"comma-separated, from {', '.join(PARTS)}; or none")
     parser.add_argument("--seeds", default="1-32", help="e.g. 1-32 or 1,5,9")
-    parser.add_argument("--out", default="results/torch_compile_parts")
+    parser.add_argument("--out", default="results/studies/torch-compile-parts")
     parser.add_argument("--iterations", type=int, default=100, help="iterations of the default config")
     args = parser.parse_args(argv)
     check_out(args.summary or args.out, "--summary" if args.summary else "--out", directory=True)

@@ -1,4 +1,4 @@
-"""The contract every variant script shares: flags, the schema-1 JSON, TensorBoard, bad input."""
+"""The contract every variant script shares: flags, the schema-2 JSON, TensorBoard, bad input."""
 
 import dataclasses
 import datetime

@@ -102,10 +102,10 @@ def test_the_reading_table_gives_each_scripts_ppo_part_as_it_is():
 
 def test_the_time_to_learn_table_gives_the_committed_learn_reports_numbers():
     """README's time-to-learn table: every cell ("19.5 [18.3, 20.6]") is the IQM of seconds to the row's bar and its
-    interval as some committed report (results/*/summary.json) gives them for that environment and variant, over as
+    interval as some committed report (results/KIND/SET/report/summary.json) gives them for that environment and variant, over as
     many runs as the row says, so a number copied wrong, or left behind when a report is remade, fails here."""
     given = {}
-    for path in (ROOT / "results").glob("*/summary.json"):
+    for path in (ROOT / "results").glob("*/*/report/summary.json"):
         for t in json.loads(path.read_text()).get("time_to_threshold", []):
             if t["seconds_ci"] is None:  # no run reached the bar, or too few for an interval
                 continue

@@ -25,7 +25,7 @@ def sweep(directory, variants: dict, envs=ENVS, seeds=(1, 2, 3), device="cpu", m
                 r.update(schema_version=2, device=device, cpu={"model": model, "cores": 2}, peak_host_memory_mb=1.0)
                 if variant.endswith("+graphs"):
                     r["variant"], r["args"]["cuda_graphs"] = "torch_compile", True
-                write(directory, f"overall/{variant}__{env}__s__seed{seed}.json", r)
+                write(directory, f"records/overall/{variant}__{env}__s__seed{seed}.json", r)
 
 
 @pytest.fixture
@@ -70,13 +70,16 @@ def test_each_cell_is_its_first_sources_ratio_with_an_interval(tmp_path, columns
 
 
 def test_the_command_writes_the_table_and_the_figure_and_the_readmes_copy(tmp_path, columns):
-    made = front.markdown(make(tmp_path))
+    result = make(tmp_path)
     page = tmp_path / "README.md"
     page.write_text("# a page\n\n<!-- answer.md: made here -->\n\nold\n<!-- end of answer.md -->\n")
     assert front.main(["--records", str(tmp_path), "--out", str(tmp_path / "answer"), "--readme", str(page)]) == 0
+    # each copy links the reports from where it lies
+    made = front.markdown(result, "../")
     assert (tmp_path / "answer" / "answer.md").read_text() == made
+    assert "[torch-sweep](../torch-sweep/report/summary.md)" in made
     assert (tmp_path / "answer" / "answer.png").read_bytes().startswith(b"\x89PNG")
-    assert made in page.read_text() and "old" not in page.read_text()
+    assert front.markdown(result, "./") in page.read_text() and "old" not in page.read_text()
 
 
 @pytest.mark.parametrize("split", ["by seed", "by variant"])
@@ -121,8 +124,8 @@ def test_the_readme_shows_the_table_the_committed_records_make():
     """README.md's answer table and the lines under it are answer.md as report.front makes it from the committed
     records today, and so is results/answer/answer.md: a number copied wrong, or left behind when a sweep is added
     or remade, fails here."""
-    made = front.markdown(front.answer(front.load(ROOT / "results" / "records")))
+    result = front.answer(front.load(ROOT / "results"))
     rerun = "rerun: python -m report.front --readme README.md"
-    assert (ROOT / "results" / "answer" / "answer.md").read_text() == made, rerun
+    assert (ROOT / "results" / "answer" / "answer.md").read_text() == front.markdown(result, "../"), rerun
     readme = (ROOT / "README.md").read_text()
-    assert front.with_copy(readme, made) == readme, rerun
+    assert front.with_copy(readme, front.markdown(result, "results/")) == readme, rerun

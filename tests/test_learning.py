@@ -7,7 +7,7 @@ from conftest import BACKGROUND_RUNS, load, read_json
 LEARNING_VARIANTS, _ = BACKGROUND_RUNS["learned"]  # all but linen_nojit and torch_compile: see conftest.py
 SLOW_LEARNING_VARIANTS, _ = BACKGROUND_RUNS["learned_rest"]  # torch_compile
 
-# What separates working PPO from broken PPO on this config. The learn preset's 281 runs (results/learn:
+# What separates working PPO from broken PPO on this config. The learn preset's 281 runs (results/learn/learn-preset:
 # 60 seeds of each jitted JAX variant, 48 of each torch variant, 5 of linen_nojit): every one reached 497
 # or more in some iteration, and the lowest final_return was 253 (an eager torch run that reached 500, then fell
 # away). jax_linen broken three ways (the advantage's sign flipped, GAE without the V(next) bootstrap,
