@@ -25,7 +25,7 @@ COLLAPSED = 425
 # Each environment's bars for learning (the time to each is reported): CartPole-v1's 475 (of 500) and Acrobot-v1's
 # -100, gymnasium's reward_threshold for both. MinAtar has none: Breakout-MinAtar's 8 was fixed before its learn runs
 # from one pilot run (Linen, unused seed 0), but most runs then held at a plateau near 6.4, so 6, below it, was added
-# after them (docs/results.md). SpaceInvaders-MinAtar's 20 and 30 were fixed before its learn runs from one pilot run
+# after them (docs/log.md). SpaceInvaders-MinAtar's 20 and 30 were fixed before its learn runs from one pilot run
 # (Linen, seed 0: 20 by iteration 30, 30 by iteration 63, 36 at the end); Freeway-MinAtar's 20 and 25 likewise (Linen,
 # seed 0: 20.1 at iteration 20, 26.4 at 30, about 29 from 60 on; its episodes last 2,500 steps, so a return arrives
 # about every tenth iteration); Asterix-MinAtar's 1.0 and 1.25 likewise (Linen, seed 0: about 0.5 at first, 1.0 from
