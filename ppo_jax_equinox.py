@@ -535,6 +535,8 @@ class Log:
             "variant": VARIANT,
             "status": "ok",
             **{name: getattr(args, name) for name in ("env_id", "seed", "matmul_precision", "sync_timing")},  # also in args
+            "env_backend": "gymnax",
+            "rollout": "scan",  # own: its steps in the iteration's one program
             "hidden": list(parse_hidden(args.hidden)),
             "args": dataclasses.asdict(args),
             "device": gpu["name"] if gpu else "cpu",

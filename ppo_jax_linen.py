@@ -25,7 +25,13 @@ from flax.training.train_state import TrainState
 VARIANT = os.path.basename(__file__)[: -len(".py")].removeprefix("ppo_")
 # What benchmark.sh, plot.py and the tests know of this script, read from this line without running it
 # (bench/variants.py): its framework, what compiles its iteration, its row and colour in tables and figures.
-TOOLING = {"framework": "jax", "compiles": "jax.jit", "order": 1, "color": "tab:blue"}
+TOOLING = {
+    "framework": "jax",
+    "compiles": "jax.jit",
+    "order": 1,
+    "color": "tab:blue",
+    "stacks": [{"tag": "pyloop", "flags": "--rollout python", "color": "lightskyblue"}],
+}
 
 
 @dataclasses.dataclass(frozen=True)  # hashable: jax.jit takes it as a static argument
@@ -40,6 +46,8 @@ class Args:
     """use the GPU when one is visible; the CPU otherwise"""
     env_id: str = "CartPole-v1"
     """the gymnax environment id (discrete actions only), or Craftax-Classic-Symbolic-v1 or Craftax-Symbolic-v1"""
+    rollout: Literal["scan", "python"] = "scan"
+    """scan: the rollout's steps in the iteration's one program; python: from a Python loop, one jitted call a step"""
     total_timesteps: int = 819200
     """total environment steps; rounded down to whole iterations of num_envs * num_steps"""
     num_envs: int = 32
@@ -299,10 +307,15 @@ def train(args: Args) -> dict:
     def per_seed(f, in_axes=0):  # f mapped over the leading seed axis of its arguments (None: one for all seeds)
         return jax.vmap(f, in_axes=in_axes) if args.num_seeds > 1 else f
 
-    def collect(runner: Runner):
-        """Rollout, then GAE; returns the flat batch and the iteration's episode statistics."""
+    def collect(runner: Runner, steps=None):
+        """Rollout (or, with --rollout python, the steps a Python loop took), then GAE; returns the flat batch and the
+        iteration's episode statistics."""
         learning_rate = lr(runner.train_state.step) if args.anneal_lr else jnp.float32(lr)
-        runner, (traj, (episode_returns, episode_lengths, episode_done)) = rollout(runner, agent, env, env_params, args)
+        if steps is None:
+            runner, steps = rollout(runner, agent, env, env_params, args)
+        else:  # one array per field, as the scan stacks them
+            steps = jax.tree.map(lambda *xs: jnp.concatenate(xs), *steps)
+        traj, (episode_returns, episode_lengths, episode_done) = steps
         terminated = traj.terminated if args.bootstrap_truncation else jnp.logical_or(traj.terminated, traj.truncated)
         advantages, returns = compute_gae(
             traj.reward, traj.value, traj.bootstrap_value, terminated, traj.truncated, args.gamma, args.gae_lambda
@@ -313,22 +326,35 @@ def train(args: Args) -> dict:
         stats |= dict(learning_rate=learning_rate, explained_variance=1 - jnp.var(returns - traj.value) / jnp.var(returns))
         return runner, batch, stats
 
-    def collect_and_update(runner: Runner):
-        runner, batch, stats = collect(runner)
+    def collect_and_update(runner: Runner, steps=None):
+        runner, batch, stats = collect(runner, steps)
         runner, losses = update(runner, batch, agent, args)
         return runner, {**stats, **losses}
 
     collect_jit, iteration_jit = jax.jit(per_seed(collect)), jax.jit(per_seed(collect_and_update))
     update_jit = jax.jit(per_seed(update, in_axes=(0, 0, None, None)), static_argnames=("agent", "args"))
+    # A rollout of one step (XLA drops a scan of one trip), called from Python with --rollout python
+    step_jit = jax.jit(lambda runner: rollout(runner, agent, env, env_params, dataclasses.replace(args, num_steps=1)))
+
+    def python_rollout(runner: Runner):
+        """--rollout python: the rollout stepped from Python, one compiled call a step (policy and env step), as the
+        torch scripts step it; the steps go to collect. With scan, nothing: collect's program holds the rollout."""
+        if args.rollout == "scan":
+            return runner, None
+        steps = []
+        for _ in range(args.num_steps):
+            runner, step = step_jit(runner)
+            steps.append(step)
+        return runner, steps
 
     def run_iteration(runner: Runner):
         """One iteration, waited for: the new runner, its metrics and, with --sync-timing, the seconds of the
         rollout + GAE and of the update, each run and waited for apart."""
         if not args.sync_timing:
-            runner, metrics = jax.block_until_ready(iteration_jit(runner))
+            runner, metrics = jax.block_until_ready(iteration_jit(*python_rollout(runner)))
             return runner, metrics, None
         t0 = time.perf_counter()
-        runner, batch, stats = jax.block_until_ready(collect_jit(runner))
+        runner, batch, stats = jax.block_until_ready(collect_jit(*python_rollout(runner)))
         t1 = time.perf_counter()
         runner, losses = jax.block_until_ready(update_jit(runner, batch, agent, args))
         return runner, {**stats, **losses}, (t1 - t0, time.perf_counter() - t1)
@@ -418,6 +444,8 @@ def check_args(args: Args):
         raise UsageError(f"--total-timesteps {args.total_timesteps} is smaller than one batch of {batch_size} steps")
     if args.json_out:
         check_writable(args.json_out)
+    if args.rollout == "python" and args.num_seeds > 1:  # own
+        raise UsageError("--rollout python steps one seed; it does not combine with --num-seeds")  # own
     supported = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]  # that one downloads MNIST when built
     supported += ["Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1"]  # Craftax's symbolic ones (pixels: textures)
     if args.env_id not in supported:
@@ -518,6 +546,8 @@ class Log:
             "variant": VARIANT,
             "status": "ok",
             **{name: getattr(args, name) for name in ("env_id", "seed", "matmul_precision", "sync_timing")},  # also in args
+            "env_backend": "gymnax",
+            "rollout": args.rollout,  # own: scan, or python (a Python loop over the steps)
             "hidden": list(parse_hidden(args.hidden)),
             "args": dataclasses.asdict(args),
             "device": gpu["name"] if gpu else "cpu",

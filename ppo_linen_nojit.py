@@ -537,6 +537,8 @@ class Log:
             "variant": VARIANT,
             "status": "ok",
             **{name: getattr(args, name) for name in ("env_id", "seed", "matmul_precision", "sync_timing")},  # also in args
+            "env_backend": "gymnax",
+            "rollout": "python",  # own: python_scan, a Python loop
             "hidden": list(parse_hidden(args.hidden)),
             "args": dataclasses.asdict(args),
             "device": gpu["name"] if gpu else "cpu",

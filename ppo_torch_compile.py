@@ -39,6 +39,11 @@ TOOLING = {
     "order": 6,
     "color": "tab:pink",
     "gpu_setting": {"tag": "graphs", "flags": "--cuda-graphs", "color": "tab:olive"},
+    "stacks": [
+        {"tag": "torchenv", "flags": "--env-backend torch", "color": "deeppink"},
+        {"tag": "gymnasium", "flags": "--env-backend gymnasium", "color": "plum"},
+        {"tag": "torchenv+graphs", "flags": "--env-backend torch --cuda-graphs", "color": "olivedrab", "gpu_only": True},
+    ],
 }
 
 
@@ -52,6 +57,10 @@ class Args:
     """use the GPU when one is visible; the CPU otherwise"""
     env_id: str = "CartPole-v1"
     """the gymnax environment id (discrete actions only), or Craftax-Classic-Symbolic-v1 or Craftax-Symbolic-v1"""
+    env_backend: Literal["gymnax", "torch", "gymnasium"] = "gymnax"
+    """where the environments run: gymnax (JAX, handed over by DLPack every step), torch (torch_envs.py: gymnax's
+    dynamics in PyTorch, on the torch device) or gymnasium (Gymnasium's vector envs on the CPU); the last two have
+    CartPole-v1 and Acrobot-v1"""
     total_timesteps: int = 819200
     """total environment steps; rounded down to whole iterations of num_envs * num_steps"""
     num_envs: int = 32
@@ -255,6 +264,70 @@ def rollout(runner: Runner, act, critic, env_step, handed_over: list, args: Args
     return Runner(env_state, obs, episode, key), traj, (done.sum(), returns.sum(), lengths.sum())
 
 
+# With --env-backend torch or gymnasium the environments answer in torch tensors: the rollout never leaves PyTorch,
+# as it would not for a PyTorch user with environments of their own (torch_envs.py: gymnax's dynamics, in torch).
+class Finished(NamedTuple):  # per env, the return and length of an episode that ended on this step (0 where none did)
+    returns: torch.Tensor
+    lengths: torch.Tensor
+    done: torch.Tensor
+
+
+class Step(NamedTuple):  # one step of every env
+    obs: torch.Tensor
+    action: torch.Tensor
+    logprob: torch.Tensor
+    reward: torch.Tensor
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+    final_obs: torch.Tensor  # the observation reached before any auto-reset
+    finished: Finished
+
+
+def make_torch_envs(args: Args, device: torch.device):
+    """torch_envs.py's environments, imported only when asked for: gymnax's dynamics in PyTorch on `device`, or
+    Gymnasium's vector environments on the CPU with their observations moved to `device`."""
+    import torch_envs
+
+    if args.env_backend == "torch":
+        return torch_envs.make(args.env_id, args.num_envs, device)
+    return torch_envs.make_gymnasium(args.env_id, args.num_envs, device, args.seed)
+
+
+def start_torch_envs(envs, seed: int, device: torch.device) -> Runner:
+    """The Runner of the first rollout. The resets draw from a generator of their own: torch's, which the network's
+    init draws from next, stays as the gymnax backend leaves it (the same initial parameters)."""
+    obs, env_state = envs.reset(generator=torch.Generator(device).manual_seed(seed))
+    episode = EpisodeStats(
+        torch.zeros(envs.num_envs, device=device), torch.zeros(envs.num_envs, dtype=torch.int32, device=device)
+    )
+    return Runner(env_state, obs, episode, None)
+
+
+def torch_env_step(envs, act, obs, env_state, episode: EpisodeStats):
+    """A rollout step in torch alone: act, step every env (finished ones reset), count the finished episodes."""
+    action, logprob = act(obs)
+    next_obs, env_state, reward, terminated, truncated, final_obs = envs.step(env_state, action)
+    done = terminated | truncated
+    returns, lengths = episode.returns + reward, episode.lengths + 1
+    finished = Finished(torch.where(done, returns, 0.0), torch.where(done, lengths, 0), done)
+    episode = EpisodeStats(torch.where(done, 0.0, returns), torch.where(done, 0, lengths))
+    return next_obs, env_state, episode, Step(obs, action, logprob, reward, terminated, truncated, final_obs, finished)
+
+
+def torch_rollout(runner: Runner, env_step, critic, args: Args):
+    """rollout() for environments in torch: num_steps calls of env_step, the steps stacked, the critic batched."""
+    env_state, obs, episode, _ = runner
+    steps = []
+    for _ in range(args.num_steps):
+        obs, env_state, episode, step = env_step(obs, env_state, episode)
+        steps.append(step)
+    s = torch.utils._pytree.tree_map(lambda *xs: torch.stack(xs), *steps)  # one (num_steps, num_envs) tensor a field
+    values, bootstrap_values = critic(torch.cat([s.obs, s.final_obs]).flatten(0, 1)).view(2, args.num_steps, -1)
+    traj = Transition(s.obs, s.action, s.logprob, values, s.reward, s.terminated, s.truncated, bootstrap_values)
+    f = s.finished
+    return Runner(env_state, obs, episode, None), traj, (f.done.sum(), f.returns.sum(), f.lengths.sum())
+
+
 # ---------------------------------------------------------------- compute_gae
 def compute_gae(rewards, values, bootstrap_values, terminated, truncated, gamma, gae_lambda):
     """GAE over (num_steps, num_envs) tensors. bootstrap_values[t] is V of the observation step t reached before any
@@ -349,7 +422,6 @@ def train(args: Args) -> dict:
     """Train, time every iteration, and return the result record."""
     start = time.perf_counter()
     hidden, device, jax_device = check_args(args)
-    env, env_params = make_env(args.env_id)
     jax.config.update("jax_default_device", jax_device)
     torch.set_float32_matmul_precision(args.matmul_precision)  # highest: float32; high: TF32, as JAX's tensorfloat32
     torch._inductor.config.cpp_wrapper = device.type == "cpu"  # compiled code called from C++, not Python: less overhead
@@ -360,14 +432,20 @@ def train(args: Args) -> dict:
     num_iterations = args.total_timesteps // batch_size
     grad_steps_per_iteration = args.update_epochs * args.num_minibatches
 
-    runner = start_envs(env, env_params, jax.random.key(args.seed), args.num_envs, jax_device)
+    if args.env_backend == "gymnax":
+        env, env_params = make_env(args.env_id)
+        runner = start_envs(env, env_params, jax.random.key(args.seed), args.num_envs, jax_device)
+        num_actions = env.action_space(env_params).n
+    else:
+        envs = make_torch_envs(args, device)
+        runner = start_torch_envs(envs, args.seed, device)
+        num_actions = envs.num_actions
     torch.manual_seed(args.seed)
-    agent = Agent(runner.obs[0].numel(), hidden, env.action_space(env_params).n).to(device)
+    agent = Agent(runner.obs[0].numel(), hidden, num_actions).to(device)
     # The learning rate lives in a tensor that the schedule updates in place.
     lr = torch.tensor(args.learning_rate, device=device)
     # foreach Adam, which inductor compiles into the update (fused is opaque to dynamo); capturable for a tensor lr
     optimizer = torch.optim.Adam(agent.parameters(), lr=lr, eps=1e-5, foreach=True, capturable=True)
-    env_step = jit_env_step(env, env_params)
     handed_over = []  # buffers handed between the frameworks in this iteration (see rollout)
 
     # CUDA graphs are what reduce-overhead adds to default, and max-autotune to max-autotune-no-cudagraphs
@@ -386,9 +464,10 @@ def train(args: Args) -> dict:
         return lambda *inputs: torch.utils._pytree.tree_map(torch.clone, fn(*inputs))
 
     # Compiled, the Exp(1) draws come from inductor's own generator (seeded from torch's): ppo_torch.py's draws differ.
-    @compiled
-    def act(obs):
+    def policy(obs):
         return policy_step(agent, obs)
+
+    act = compiled(policy)
 
     @compiled
     def learn_minibatch(batch: Batch, index):
@@ -405,10 +484,28 @@ def train(args: Args) -> dict:
             value(obs)  # the warm-up run; its values are computed again below
         return value(obs)
 
+    if args.env_backend == "gymnax":
+        env_step = jit_env_step(env, env_params)
+    elif args.env_backend == "torch":  # policy, env step and episode counts: one compiled function, no host in between
+
+        @compiled
+        def env_step(obs, env_state, episode: EpisodeStats):
+            return torch_env_step(envs, policy, obs, env_state, episode)
+
+    else:  # Gymnasium steps numpy arrays on the host: the policy alone compiles
+
+        def env_step(obs, env_state, episode: EpisodeStats):
+            return torch_env_step(envs, act, obs, env_state, episode)
+
+    def run_rollout(runner: Runner):
+        if args.env_backend == "gymnax":
+            return rollout(runner, act, critic, env_step, handed_over, args)
+        return torch_rollout(runner, env_step, critic, args)
+
     def collect(runner: Runner):
         """Rollout, then GAE; returns the flat batch and the iteration's episode statistics."""
         with torch.no_grad():  # not inference_mode: the batch's tensors take part in the loss
-            runner, traj, (episodes, return_sum, length_sum) = rollout(runner, act, critic, env_step, handed_over, args)
+            runner, traj, (episodes, return_sum, length_sum) = run_rollout(runner)
             terminated = traj.terminated if args.bootstrap_truncation else traj.terminated | traj.truncated
             advantages, returns = compute_gae(
                 traj.reward, traj.value, traj.bootstrap_value, terminated, traj.truncated, args.gamma, args.gae_lambda
@@ -541,11 +638,24 @@ def check_args(args: Args):
     env, env_params = make_env(args.env_id)  # to see its actions; train() makes its own
     if not isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete):
         raise UsageError(f"{args.env_id} has continuous actions; only discrete-action environments are supported")
+    if args.env_backend != "gymnax":
+        import torch_envs  # only when asked for: with gymnax's environments, this file runs alone
+
+        if args.env_id not in torch_envs.ENVS:
+            raise UsageError(
+                f"--env-backend {args.env_backend} has {' and '.join(torch_envs.ENVS)}, not --env-id {args.env_id}"
+            )
+    if args.env_backend == "gymnasium" and args.sync_debug:
+        raise UsageError(
+            "--sync-debug cannot run with --env-backend gymnasium: its envs step on the host, which every step waits for"
+        )
     # One device for both frameworks, so that DLPack hands buffers over without a copy: the GPU if both see one.
     gpu = args.cuda and torch.cuda.is_available()
     if gpu != (args.cuda and jax.default_backend() == "gpu"):
         has, lacks = ("torch", "jax") if gpu else ("jax", "torch")
         raise UsageError(f"{has} sees a GPU but {lacks} does not: install both with CUDA or pass --no-cuda")
+    if args.cuda_graphs and args.env_backend == "gymnasium":  # own
+        raise UsageError("--cuda-graphs cannot capture --env-backend gymnasium: its envs step on the host")  # own
     if args.cuda_graphs and not gpu:  # own
         raise UsageError("--cuda-graphs needs an NVIDIA GPU that torch and jax both see: CUDA graphs replay GPU work")  # own
     if args.cuda and not gpu:
@@ -658,13 +768,15 @@ class Log:
         if self.writer:
             self.writer.close()
         libraries = LIBRARIES + ("craftax",) * self.args.env_id.startswith("Craftax")
+        libraries += ("gymnasium",) * (self.args.env_backend == "gymnasium")
         args, last = self.args, self.finished[-10:]
         finished = sum(n for _, n in last)
         return {
             "schema_version": 2,
             "variant": VARIANT,
             "status": "ok",
-            **{name: getattr(args, name) for name in ("env_id", "seed", "matmul_precision", "sync_timing")},  # also in args
+            **{name: getattr(args, name) for name in ("env_id", "env_backend", "seed", "matmul_precision", "sync_timing")},
+            "rollout": "python",  # a Python loop over the steps (in ppo_jax_linen.py: scan, or python with --rollout python)
             "hidden": list(parse_hidden(args.hidden)),
             "args": dataclasses.asdict(args),
             "device": gpu["name"] if gpu else "cpu",

@@ -209,10 +209,10 @@ def make_plan(p: dict, variants: list) -> list:
     next cell, each block as it was: the first cell (first size, first env) in every experiment, then the first
     experiment's other cells, then the other experiments' (each by size, env and experiment)."""
     by_name = {v.name: v for v in variants}  # the scripts and their settings (jax_nnx+nocache)
-    settings_of = {}  # each script's settings in this plan
+    settings_of, stacks_of = {}, {}  # each script's settings and environment stacks in this plan
     for v in variants:
         if v.setting_of:
-            settings_of.setdefault(v.setting_of, []).append(v.name)
+            (stacks_of if v.stack else settings_of).setdefault(v.setting_of, []).append(v.name)
     restrict, iteration, runs = p["restrict"], p["iteration"], []
 
     def allowed(key, dim, items):
@@ -254,6 +254,11 @@ def make_plan(p: dict, variants: list) -> list:
                 for v in allowed(exp, "variants", names):
                     if set(settings_of.get(v, [])) - set(beside[v]):  # a setting the overall blocks did not run
                         grid(exp, seed, [], [v, *settings_of[v]])
+            elif exp == "stacks":  # each script with a stack beside it on gymnax's envs, rollout and update timed apart
+                chosen = [n for v in allowed(exp, "variants", names) if v in stacks_of for n in (v, *stacks_of[v])]
+                for env in allowed(exp, "envs", p["envs"]):
+                    for size in allowed(exp, "sizes", p["sizes"]):
+                        block(exp, env, size, seed, iteration["num_envs"], p["stacks_iterations"], ["--sync-timing"], chosen)
             elif exp == "scaling":
                 for n in p["scaling_num_envs"]:
                     block(exp, "CartPole-v1", "s", seed, n, p["scaling_iterations"], [], allowed(exp, "variants", names))
@@ -404,7 +409,7 @@ def plan_command(argv: list) -> int:
     # What bench/handover.py times: the sync experiment's environments where a torch script is timed (the floor
     # under its rollout, which plot.py splits off).
     framework = {v.name: v.framework for v in plan.variants}
-    handover_envs = {run[2] for run in runs if run[5] == "sync" and framework[variant_of(run)] == "torch"}
+    handover_envs = {run[2] for run in runs if run[5] in ("sync", "stacks") and framework[variant_of(run)] == "torch"}
     values = {
         "PRESET": a.preset,
         "OUT": out,

@@ -25,11 +25,12 @@ CRAFTAX = "Craftax-Classic-Symbolic-v1"
 # to the host on every trip unless while loops run in command buffers (docs/gpu.md); a CPU has no such round trip.
 # gpu-check runs each to see the waits; a GPU's report marks each in its answer.
 HOST_WAITS_ON_GPU = {"Asterix-MinAtar": "its step's lax.while_loop makes the GPU wait for the host on every trip"}
-EXPERIMENTS = ["overall", "sync", "compile", "scaling", "seeds", "learn"]
+EXPERIMENTS = ["overall", "sync", "compile", "scaling", "seeds", "stacks", "learn"]
 TIMED = ["overall", "sync", "compile"]  # the experiments whose x-axis is env_cost.py's
 
 
 BOTH = ["CartPole-v1", "Breakout-MinAtar"]  # the cells beyond size s: a cheap env and a dear one
+STACK_ENVS = ["CartPole-v1", "Acrobot-v1"]  # what torch_envs.py and Gymnasium both have, with gymnax's dynamics
 
 
 class AllBut(tuple):
@@ -62,13 +63,16 @@ FULL = {
     "iterations_in": {},
     "iterations_of": {},
     "max_seeds": {},
-    "restrict": {"seeds:envs": BOTH},
+    "restrict": {"seeds:envs": BOTH, "stacks:envs": STACK_ENVS},
     "scaling_num_envs": [32, 64, 128, 256, 512, 1024, 2048, 4096],
     "scaling_iterations": 20,  # throughput needs few iterations
     # seeds: several seeds trained at once (--num-seeds, where a script takes it) at size s, beside one seed alone
     # (every variant) in the same block: what N seeds cost at once against N runs one after another.
     "seeds_num_seeds": [1, 4, 16, 64],
     "seeds_iterations": 20,
+    # stacks: each framework on environments in its own stack (torch_envs.py, Gymnasium; gymnax stepped from a Python
+    # loop) beside gymnax's, with the same dynamics: the environments those stacks have, rollout and update timed apart.
+    "stacks_iterations": 11,
     "learn_envs": ["CartPole-v1"],
     "timeout": 7200,
     "gpu_check": False,
@@ -106,7 +110,7 @@ PRESETS = {
     "cpu": {
         "envs": [*STUDY_ENVS, CRAFTAX],
         "repeats": 3,
-        "experiments": ["overall", "sync", "compile", "seeds"],
+        "experiments": ["overall", "sync", "compile", "seeds", "stacks"],
         "iterations": 21,
         "iterations_at": {"l": 3},
         "iterations_in": {CRAFTAX: 16},
@@ -124,6 +128,8 @@ PRESETS = {
             "sync:variants": AllBut(["linen_nojit"]),
             "seeds:envs": BOTH,
             "seeds:variants": AllBut(["linen_nojit"]),
+            "stacks:envs": STACK_ENVS,
+            "stacks:sizes": ["s", "m"],
         },
         "seeds_num_seeds": [1, 4, 16],
         "seeds_iterations": 11,

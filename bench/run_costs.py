@@ -198,7 +198,7 @@ def estimate(lines, costs: Path = COSTS, at_once: int = 1, gpu: bool = False, so
 
     gpu: for a GPU, where no run was measured, derived from the CPU's costs: start-up, setup and iteration 0 as there,
     every size priced as size s (a JAX iteration on the CPU takes 9 times as long at m as at s, 300 times at l;
-    a GPU's, bound at these widths by kernel launches and the rollout's sequential steps, far less), and a setting never measured (CUDA graphs) as its script."""
+    a GPU's, bound at these widths by kernel launches and the rollout's sequential steps, far less), and (here as on a CPU) a setting never measured as its script."""
     try:
         tables = [json.loads(p.read_text()) for p in (sorted(costs.glob("*.json")) if costs.is_dir() else [costs])]
     except (OSError, ValueError):
@@ -217,8 +217,10 @@ def estimate(lines, costs: Path = COSTS, at_once: int = 1, gpu: bool = False, so
     for variant, env, size, iterations, *seeds in (line.split() for line in lines if line.strip()):
         if env not in measured_envs:
             unmeasured_envs.add(env)
+        if variant not in measured:  # a setting never measured (CUDA graphs, an env stack) is priced as its script
+            variant = variant.split("+")[0]
         if gpu:
-            size, variant = "s", variant if variant in measured else variant.split("+")[0]
+            size = "s"
         seconds = estimator.seconds(variant, env, size, int(iterations), int(seeds[0]) if seeds else 1)
         if seconds is None:
             unknown.add(f"{variant} at size {size}")

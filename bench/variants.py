@@ -21,7 +21,11 @@ SPARE_COLORS = ["tab:gray", "tab:cyan"]
 # TOOLING key: whether only a GPU can run it. compile_off switches the script's compilation off (NNX without
 # cached_partial); gpu_setting is one a CPU refuses (torch.compile with CUDA graphs).
 SETTINGS = {"compile_off": False, "gpu_setting": True}
-FIELDS = {"framework", "compiles", "order", "color", "compile_off_of", *SETTINGS}
+# A script's environment stacks: a list of settings (each also with "gpu_only" where only a GPU runs it) that run the
+# same PPO on other environment code with the same dynamics (torch_envs.py, Gymnasium) or step gymnax's from a Python
+# loop; the stacks experiment runs them beside their scripts.
+STACKS = "stacks"
+FIELDS = {"framework", "compiles", "order", "color", "compile_off_of", STACKS, *SETTINGS}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +41,7 @@ class Variant:
     setting_of: Optional[str] = None  # for a setting: its script's variant, which it runs beside
     gpu_only: bool = False  # a setting only a GPU runs: a plan without a GPU leaves it out
     num_seeds: bool = False  # its Args take --num-seeds: several seeds trained at once (the seeds experiment)
+    stack: bool = False  # a setting that runs its script on other environment code (the stacks experiment)
 
 
 class VariantError(ValueError):
@@ -78,11 +83,12 @@ def discover(root: Path = ROOT) -> list:
         tree = ast.parse(path.read_text(), filename=str(path))
         fields = tooling(tree, path)
         name = path.stem.removeprefix("ppo_")
-        settings = {key: fields.pop(key) for key in SETTINGS if key in fields}
+        settings = [(key, fields.pop(key)) for key in SETTINGS if key in fields]
+        settings += [(STACKS, s) for s in fields.pop(STACKS, [])]
         num_seeds = "num_seeds" in args_fields(tree)
         script = Variant(name=name, script=path.name, compiles=fields.pop("compiles", None), num_seeds=num_seeds, **fields)
         found.append((script.order, name, script))
-        for key, s in settings.items():
+        for key, s in settings:
             setting = dataclasses.replace(
                 script,
                 name=f"{name}+{s['tag']}",
@@ -90,7 +96,8 @@ def discover(root: Path = ROOT) -> list:
                 compile_off_of=name if key == "compile_off" else None,
                 flags=tuple(s["flags"].split()),
                 setting_of=name,
-                gpu_only=SETTINGS[key],
+                gpu_only=s.get("gpu_only", False) if key == STACKS else SETTINGS[key],
+                stack=key == STACKS,
             )
             found.append((script.order, setting.name, setting))
     variants, colors = [], set()
@@ -112,17 +119,24 @@ def compile_pairs(variants=None) -> list:
     off (a script of its own, or a setting) or with another setting of its script (torch.compile with CUDA graphs)."""
     variants = discover() if variants is None else variants
     order = {v.name: v.order for v in variants}
-    pairs = [(v.compile_off_of or v.setting_of, v.name) for v in variants if (v.compile_off_of or v.setting_of) in order]
+    pairs = [
+        (v.compile_off_of or v.setting_of, v.name)
+        for v in variants
+        if (v.compile_off_of or v.setting_of) in order and not v.stack
+    ]
     return sorted(pairs, key=lambda pair: (order[pair[0]], pair[0]))
 
 
 def setting_name(variant: str, args: dict, variants=None) -> str:
-    """The name a run is reported under: its script's, or the script's setting whose flags its `args` show
-    (a record of ppo_jax_nnx.py with cached_partial false: jax_nnx+nocache)."""
-    for v in discover() if variants is None else variants:
-        if v.setting_of == variant and all(_shows(args, flag, value) for flag, value in _pairs(v.flags)):
-            return v.name
-    return variant
+    """The name a run is reported under: its script's, or the script's setting whose flags its `args` show, the one
+    that shows most where several do (a record of ppo_jax_nnx.py with cached_partial false: jax_nnx+nocache; of
+    ppo_torch_compile.py with the torch backend and CUDA graphs: torch_compile+torchenv+graphs)."""
+    shown = [
+        (len(v.flags), v.name)
+        for v in (discover() if variants is None else variants)
+        if v.setting_of == variant and all(_shows(args, flag, value) for flag, value in _pairs(v.flags))
+    ]
+    return max(shown)[1] if shown else variant
 
 
 def _pairs(flags: tuple) -> list:
