@@ -55,7 +55,8 @@ usage() {
 Options:
   --preset NAME        quick | cpu | full | gpu | learn | gpu-check (default full)
   --out DIR            output directory (default benchmark_out/PRESET)
-  --variants LIST      comma-separated names of ppo_*.py scripts (jax_linen for ppo_jax_linen.py; default all)
+  --variants LIST      comma-separated names of ppo_*.py scripts (jax_linen for ppo_jax_linen.py; default all),
+                       or of a script on another environment stack (torch+torchenv; bench/variants.py lists them)
   --envs LIST          gymnax or Craftax ids for overall, sync, compile, seeds and learn (scaling: CartPole-v1)
   --sizes LIST         from s (64,64), m (256x3), l (1024x6)
   --repeats N          seeds 1..N for every run

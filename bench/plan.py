@@ -93,17 +93,18 @@ def positive(text: str, message: str) -> int:
     return int(text)
 
 
-def settings(a, names: list) -> dict:
+def settings(a, names: list, stacks: list = ()) -> dict:
     """The preset's settings with the options applied: a list given replaces the preset's and its restrictions of
     that kind, in every experiment that uses it, except a variant's own, which --variants must name it to lift.
-    `names`: the variant scripts."""
+    `names`: the variant scripts; `stacks`: their environment stacks, which --variants may also name (a script on
+    another stack, run as a variant of its own: the learn experiment's torch+torchenv)."""
     p = {**FULL, "variants": names, **PRESETS[a.preset]}
     p["restrict"] = {
         key: [v for v in names if v not in only] if isinstance(only, AllBut) else only for key, only in p["restrict"].items()
     }
     unrestricted = set()
     if a.variants:
-        p["variants"] = split_checked(a.variants, names)
+        p["variants"] = split_checked(a.variants, [*names, *stacks])
         unrestricted.add("variants")
     if a.envs:
         p["envs"] = p["learn_envs"] = split_checked(a.envs)
@@ -304,7 +305,7 @@ def load(argv: list) -> SimpleNamespace:
         variants = discover()
     except VariantError as e:
         raise Refused(f"cannot list the variants: {e}") from None
-    p = settings(a, [v.name for v in scripts(variants)])
+    p = settings(a, [v.name for v in scripts(variants)], [v.name for v in variants if v.stack and not v.gpu_only])
     devices, jobs = devices_and_jobs(a, p["gpu_check"])
     sweep = not (a.list or a.slurm or a.task or p["gpu_check"])  # the serial sweep, --jobs or --dry-run
     # The settings only a GPU runs are in the plans meant for a GPU. A sweep on a machine without one leaves them

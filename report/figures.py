@@ -27,6 +27,7 @@ FIGURES = [  # and one learn_ENV.png per environment of the learn runs
     "compilation.png",
     "scaling.png",
     "seeds.png",
+    "stacks.png",
     "learning_curves.png",
     "learn.png",  # before one figure per environment: removed when found
 ]
@@ -151,6 +152,7 @@ def draw(summary, out) -> None:
         (summary.speedups, speedups),
         (summary.scaling, scaling),
         (summary.seeds, seeds),
+        (summary.stacks, stacks),
     ):
         if section:
             draw_section(section, out)
@@ -428,3 +430,29 @@ def seeds(section, out) -> None:
         ax.set_yscale("log")
     axes[0][0].legend(fontsize=7, title="dashed: one seed at a time", title_fontsize=7)
     save(fig, out, "seeds.png")
+
+
+def stacks(section, out) -> None:
+    """Each variant's iteration and rollout + GAE over the reference's, per size over the environments (a point with
+    its interval; each environment's cell a small dot): a row per part, a panel per size."""
+    metrics = {"steady": "iteration", "rollout": "rollout + GAE"}
+    sizes = section["sizes"]
+    variants = [v for v in section["variants"] if v != REFERENCE]
+    fig, axes = plt.subplots(len(metrics), len(sizes), figsize=(1.2 + 0.7 * len(variants) * len(sizes), 8), squeeze=False)
+    for row, (metric, part) in zip(axes, metrics.items()):
+        for ax, size in zip(row, sizes):
+            for i, v in enumerate(variants):
+                pooled = [r for r in section[metric] if (r["variant"], r["size"], r["env"]) == (v, size, None)]
+                cells = [r["ratio"] for r in section[metric] if (r["variant"], r["size"]) == (v, size) and r["env"]]
+                ax.scatter(np.full(len(cells), i), cells, s=12, color=COLORS.get(v), alpha=0.5)
+                if pooled:
+                    ax.errorbar(
+                        [i], [pooled[0]["ratio"]], yerr=interval_bars(pooled), color=COLORS.get(v), marker="o", capsize=4
+                    )
+            ax.axhline(1, color="gray", lw=0.8, ls="--")
+            ax.set_xticks(range(len(variants)), variants, rotation=90, fontsize=7)
+            ax.set_xlim(-0.5, len(variants) - 0.5)
+            ax.set_yscale("log")
+            ax.set(title=f"{part}, size {size}", ylabel=f"x {REFERENCE}'s time")
+            ax.title.set_fontsize(9)
+    save(fig, out, "stacks.png")

@@ -21,6 +21,7 @@ def render(summary) -> str:
         ("Pairwise speedups", summary.speedups, speedups),
         ("Scaling with --num-envs", summary.scaling, scaling),
         ("Seeds at once (--num-seeds) against one by one", summary.seeds, seeds),
+        ("Environment stacks: each framework on environments of its own", summary.stacks, stacks),
         ("Learning curves", summary.curves, curves),
         ("Does every variant learn? (learn preset)", summary.learn, learn),
     ]
@@ -183,6 +184,88 @@ def rollout_update(s) -> list:
             f"B's time as a multiple of {REFERENCE}'s, {RATIO_TEXT}",
             "",
             ratio_table(ratios),
+        ]
+    return lines
+
+
+STACKS_TEXT = (
+    "The stacks experiment: the same PPO on environments with gymnax's dynamics in each framework's own stack. "
+    "`+torchenv`: the torch scripts on torch_envs.py (CartPole-v1 and Acrobot-v1 in PyTorch, on the torch device: the "
+    "rollout never leaves PyTorch); `+gymnasium`: on Gymnasium's vector environments on the CPU, observations moved "
+    "to the torch device every step; no suffix: on gymnax, stepped through DLPack every step; `jax_linen+pyloop`: "
+    "Linen with its rollout stepped from a Python loop, one jitted call a step, as the torch scripts step theirs. "
+    "Every run times rollout + GAE and update apart (--sync-timing), the iteration their sum."
+)
+
+
+def stacks(s) -> list:
+    def multiple(metric, v, size, env=None):
+        row = next((r for r in s[metric] if (r["variant"], r["size"], r["env"]) == (v, size, env)), None)
+        return with_interval(row["ratio"], row["ci_low"], row["ci_high"]) if row else ""
+
+    pooled = [r for r in s["steady"] if r["env"] is None]
+    lines = [
+        image("stacks.png"),
+        STACKS_TEXT,
+        "",
+        f"Per size, over the environments: each variant's time as a multiple of {REFERENCE}'s, {RATIO_TEXT}",
+        "",
+        table(
+            ["size", "variant", "iteration", "rollout + GAE", "update", "blocks", "verdict (iteration)"],
+            [
+                [
+                    r["size"],
+                    r["variant"],
+                    multiple("steady", r["variant"], r["size"]),
+                    multiple("rollout", r["variant"], r["size"]),
+                    multiple("update", r["variant"], r["size"]),
+                    r["n_blocks"],
+                    r["verdict"],
+                ]
+                for r in pooled
+            ],
+        ),
+        "",
+        f"Per environment and size, the iteration (x {REFERENCE}'s time [95% CI]):",
+        "",
+    ]
+    variants = [v for v in s["variants"] if v != REFERENCE]
+    cells = sorted({(r["env"], r["size"]) for r in s["steady"] if r["env"]}, key=lambda c: (s["sizes"].index(c[1]), c[0]))
+    lines += [
+        table(
+            ["env", "size", *variants],
+            [[env, size, *(multiple("steady", v, size, env) for v in variants)] for env, size in cells],
+        )
+    ]
+    lines += [
+        "",
+        "Seconds per iteration (medians over iterations 1-end, environments and seeds):",
+        "",
+        table(
+            ["size", "variant", "rollout + GAE", "update"],
+            [
+                [size, v, fmt(r), fmt(u)]
+                for size in s["sizes"]
+                for v in s["variants"]
+                for r, u in [s["parts"].get((v, size), (np.nan, np.nan))]
+                if np.isfinite(r)
+            ],
+        ),
+    ]
+    if s["handover"]:
+        lines += [
+            "",
+            "The torch scripts' rollout on gymnax, split into the hand-over floor (bench/handover.py: the rollout with a "
+            "network that computes nothing) and the rest, seconds per iteration:",
+            "",
+            table(
+                ["env", "size", "variant", "rollout + GAE", "hand-over floor", "floor share"],
+                [
+                    [r["env"], r["size"], r["variant"], fmt(r["rollout_s"]), fmt(r["floor_s"]), fmt(r["floor_share"], 2)]
+                    for r in s["handover"]
+                    if "+" not in r["variant"]
+                ],
+            ),
         ]
     return lines
 

@@ -34,6 +34,7 @@ class Summary:
     speedups: Optional[dict]
     scaling: Optional[dict]  # the scaling runs
     seeds: Optional[dict]  # the seeds runs: N seeds at once against one by one
+    stacks: Optional[dict]  # the stacks runs: each framework on environments of its own stack
     curves: Optional[dict]  # the overall runs' learning curves
     learn: list  # the learn runs: one section per environment
 
@@ -57,6 +58,9 @@ def summarize(runs, failures, directory: Path) -> Summary:
         speedups=timing.speedups(overall) if overall else None,
         scaling=timing.scaling(scaling) if scaling else None,
         seeds=seeds.seeds(by_experiment["seeds"]) if by_experiment["seeds"] else None,
+        stacks=timing.stacks(by_experiment["stacks"], handover_floors(directory, by_experiment["stacks"]))
+        if by_experiment["stacks"]
+        else None,
         curves=learning.learning_curves(overall) if overall else None,
         learn=[learning.learn(env, [r for r in learn if r.env == env]) for env in sorted({r.env for r in learn})],
     )
@@ -149,6 +153,9 @@ def as_json(summary: Summary) -> str:
             "memory": summary.memory or [],
             "seeds": summary.seeds["rows"] if summary.seeds else [],
             "handover": summary.rollout_update["handover"] if summary.rollout_update else [],
+            "stacks": {m: without_blocks(summary.stacks[m]) for m in ("steady", "rollout", "update")}
+            if summary.stacks
+            else {},
             "learning": [{"env": s["env"], **r} for s in summary.learn for r in s["rows"]],
             "learning_pairs": [r for s in summary.learn for r in learning_pairs(s)],
             "time_to_threshold": [{"env": s["env"], **r} for s in summary.learn for r in s["reach"]],

@@ -248,6 +248,23 @@ def handover(runs, floors: dict) -> list:
     ]
 
 
+def stacks(runs, floors=None):
+    """The stacks runs (a script on environments of its own stack beside it on gymnax's, every run --sync-timing): per
+    size over the environments and per cell, each variant's iteration, rollout + GAE and update over the reference's;
+    the median seconds of each part; the torch rollouts' hand-over floor (rollout_update's). None without a row."""
+    rows = {metric: answer_rows(runs, metric) for metric in ("steady", "rollout", "update")}
+    if not rows["steady"]:
+        return None
+    timed = rollout_update(runs, floors)
+    return {
+        **rows,
+        "sizes": timed["sizes"],
+        "variants": timed["variants"],
+        "parts": timed["parts"],
+        "handover": timed["handover"],
+    }
+
+
 def compilation(runs):
     """The compile experiment's pairs (A compiled, B the same with compilation off or a setting of its script):
     time(B) / time(A), block by block. None without a pair."""

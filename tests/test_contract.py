@@ -31,6 +31,8 @@ SCHEMA_KEYS = {
     "variant",
     "status",
     "env_id",
+    "env_backend",
+    "rollout",
     "hidden",
     "seed",
     "args",
