@@ -57,12 +57,13 @@ Options:
   --out DIR            output directory (default benchmark_out/PRESET)
   --variants LIST      comma-separated names of ppo_*.py scripts (jax_linen for ppo_jax_linen.py; default all),
                        or of a script on another environment stack (torch+torchenv; bench/variants.py lists them)
-  --envs LIST          gymnax or Craftax ids for overall, sync, compile, seeds and learn (scaling: CartPole-v1)
+  --envs LIST          gymnax or Craftax ids for overall, sync, compile, seeds, stacks and learn (scaling: CartPole-v1;
+                       stacks: those torch_envs.py has, CartPole-v1 and Acrobot-v1)
   --sizes LIST         from s (64,64), m (256x3), l (1024x6)
   --repeats N          seeds 1..N for every run
   --iterations N       iterations of every timed run (overall, sync, compile; N >= 2), in place of the
                        preset's per-size and per-environment counts (a variant's cap, linen_nojit's, stays)
-  --experiments LIST   from overall,sync,compile,scaling,seeds,learn
+  --experiments LIST   from overall,sync,compile,scaling,seeds,stacks,learn
   --timeout SECONDS    per-run time limit (default: the preset's)
   --retry-failed       rerun runs whose record is a failure record (default: keep it, skip the run)
   --dry-run            print the plan and what is already done; run nothing
