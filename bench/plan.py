@@ -24,7 +24,7 @@ from types import SimpleNamespace
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from load_script import out_problem  # noqa: E402
-from presets import EXPERIMENTS, FULL, HIDDEN, PRESETS, TIMED, AllBut  # noqa: E402
+from presets import EXPERIMENTS, FULL, HIDDEN, PRESETS, STACK_ENVS, TIMED, AllBut  # noqa: E402
 from run_records import other_machine, record_status, write_failure  # noqa: E402
 from variants import ROOT, VariantError, discover, modules, scripts  # noqa: E402
 
@@ -257,7 +257,7 @@ def make_plan(p: dict, variants: list) -> list:
                         grid(exp, seed, [], [v, *settings_of[v]])
             elif exp == "stacks":  # each script with a stack beside it on gymnax's envs, rollout and update timed apart
                 chosen = [n for v in allowed(exp, "variants", names) if v in stacks_of for n in (v, *stacks_of[v])]
-                for env in allowed(exp, "envs", p["envs"]):
+                for env in [e for e in allowed(exp, "envs", p["envs"]) if e in STACK_ENVS]:  # what the stacks have
                     for size in allowed(exp, "sizes", p["sizes"]):
                         block(exp, env, size, seed, iteration["num_envs"], p["stacks_iterations"], ["--sync-timing"], chosen)
             elif exp == "scaling":

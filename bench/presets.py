@@ -30,7 +30,9 @@ TIMED = ["overall", "sync", "compile"]  # the experiments whose x-axis is env_co
 
 
 BOTH = ["CartPole-v1", "Breakout-MinAtar"]  # the cells beyond size s: a cheap env and a dear one
-STACK_ENVS = ["CartPole-v1", "Acrobot-v1"]  # what torch_envs.py and Gymnasium both have, with gymnax's dynamics
+# The environments the stacks experiment runs, where the preset has them: torch_envs.ENVS (a test holds them equal),
+# which Gymnasium has too, with gymnax's dynamics.
+STACK_ENVS = ["CartPole-v1", "Acrobot-v1"]
 
 
 class AllBut(tuple):
@@ -63,7 +65,7 @@ FULL = {
     "iterations_in": {},
     "iterations_of": {},
     "max_seeds": {},
-    "restrict": {"seeds:envs": BOTH, "stacks:envs": STACK_ENVS},
+    "restrict": {"seeds:envs": BOTH},
     "scaling_num_envs": [32, 64, 128, 256, 512, 1024, 2048, 4096],
     "scaling_iterations": 20,  # throughput needs few iterations
     # seeds: several seeds trained at once (--num-seeds, where a script takes it) at size s, beside one seed alone
@@ -128,7 +130,6 @@ PRESETS = {
             "sync:variants": AllBut(["linen_nojit"]),
             "seeds:envs": BOTH,
             "seeds:variants": AllBut(["linen_nojit"]),
-            "stacks:envs": STACK_ENVS,
             "stacks:sizes": ["s", "m"],
         },
         "seeds_num_seeds": [1, 4, 16],
@@ -159,6 +160,7 @@ PRESETS = {
             "compile:sizes": ["s"],
             "overall:variants": AllBut(["linen_nojit"]),
             "sync:variants": AllBut(["linen_nojit"]),
+            "stacks:sizes": ["s", "m"],  # --experiments stacks: CartPole-v1 at s and m, on a GPU
         },
         "timeout": 300,  # five times a torch_compile run's estimate: a hung run costs a part little
         "settings_in_overall": True,

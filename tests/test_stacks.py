@@ -106,6 +106,15 @@ def test_the_stacks_experiment_runs_each_script_beside_its_stacks_in_every_block
         assert sorted(names) == sorted(stacks | with_stacks)
 
 
+def test_the_stacks_run_where_torch_envs_has_the_environment():
+    import torch_envs
+    from presets import STACK_ENVS
+
+    assert list(torch_envs.ENVS) == STACK_ENVS
+    loaded = plan.load(["--preset", "gpu", "--experiments", "stacks", "--dry-run"])
+    assert {(run[2], run[6]) for run in loaded.runs} == {("CartPole-v1", "s"), ("CartPole-v1", "m")}
+
+
 def test_a_stack_may_be_named_as_a_variant_and_an_unknown_one_is_refused():
     loaded = plan.load(["--preset", "learn", "--envs", "CartPole-v1", "--variants", "jax_linen,torch+torchenv"])
     assert {plan.variant_of(run) for run in loaded.runs} == {"jax_linen", "torch+torchenv"}
