@@ -2,12 +2,14 @@
 
 The PyTorch scripts can then train without JAX in the loop: each step is a handful of whole-batch tensor ops on
 the device the network lives on, as a PyTorch user would write a GPU environment. A step reads nothing back to
-the host (no .item(), no bool(tensor), no shape that depends on the data, selection by torch.where), so it also
-runs under torch.compile(fullgraph=True) and in a CUDA graph.
+the host (no .item(), no bool(tensor), no shape that depends on the data, selection by torch.where), so that it
+can also run under torch.compile(fullgraph=True) and in a CUDA graph.
 
 The arithmetic is gymnax's, line by line, in float32 (gymnax's default params, the same order of operations), so
 a step from the same state agrees with gymnax's to float32 rounding; tests/test_torch_envs.py checks that against
-gymnax itself. The random streams differ: the reset distribution is gymnax's, not its draws.
+gymnax itself. Not bit for bit: XLA fuses multiply-adds, turns a division by a constant into a multiplication and
+computes cos and sin its own way. Acrobot's RK4 step is ill-conditioned at high speeds, where either float32 result
+can stray a few 1e-2 from the exact one. The random streams differ: the reset distribution is gymnax's, not its draws.
 
 make_gymnasium wraps Gymnasium's own vector environments on the CPU, as CleanRL trains, behind the same interface.
 """
@@ -229,7 +231,9 @@ class Acrobot(TorchEnv):
 
 
 def wrap(x: torch.Tensor, m: float, big_m: float) -> torch.Tensor:
-    """gymnax's wrap into [m, big_m): the same float32 arithmetic (big_m itself wraps to m)."""
+    """gymnax's wrap into [m, big_m): the same float32 arithmetic (big_m itself wraps to m). At an odd multiple of
+    pi, where the quotient lies within rounding of an integer, this and XLA's fused version may land at opposite
+    ends: the same angle."""
     diff = big_m - m
     go_up = (x < m).to(x.dtype)
     go_down = (x >= big_m).to(x.dtype)
