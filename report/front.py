@@ -241,6 +241,8 @@ def main(argv=None) -> int:
     parser.add_argument("--readme", type=Path, help="a page whose copy of answer.md (between its markers) to replace")
     args = parser.parse_args(argv)
     check_out(args.out, "--out", directory=True)
+    if args.readme is not None:  # before the work: a page that cannot be written would leave answer.md made alone
+        check_out(args.readme, "--readme")
     try:
         result = answer(load(args.records))
         made = markdown(result, base(args.records, args.out))
