@@ -193,3 +193,22 @@ def test_the_report_gives_each_stack_its_multiple_of_linens_iteration_and_parts(
         assert pooled["rollout"]["ratio"] == pytest.approx(rollout_x, rel=0.03)
         assert pooled["steady"]["ratio"] == pytest.approx((rollout_x + update_x) / 2, rel=0.03)
         assert pooled["rollout"]["ci_low"] <= rollout_x <= pooled["rollout"]["ci_high"]
+
+
+def test_the_readme_and_the_findings_quote_the_stacks_report():
+    """Every pooled multiple of the findings' stacks table, and the README's headline pair, as the committed report
+    gives them: a number edited by hand, or a report made again from other records, fails here."""
+    summary = json.loads((ROOT / "results/speed/stacks-cpu/report/summary.json").read_text())["stacks"]
+    findings = (ROOT / "docs/findings.md").read_text().split("## Environments in each framework's own stack")[1]
+    findings = findings.split("\n## ")[0]
+    readme = (ROOT / "README.md").read_text()
+
+    def quoted(row):
+        return f"{row['ratio']:#.3g} [{row['ci_low']:#.3g}, {row['ci_high']:#.3g}]"
+
+    pooled = {(m, r["variant"], r["size"]): r for m in ("steady", "rollout") for r in summary[m] if r["env"] is None}
+    assert len(pooled) == 2 * 7 * 2
+    for key, row in pooled.items():
+        assert quoted(row) in findings, key
+    for variant in ("torch_compile+torchenv", "torch_compile"):
+        assert quoted(pooled["steady", variant, "s"]).replace(" [", "x [") in readme, variant
