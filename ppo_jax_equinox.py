@@ -392,9 +392,17 @@ def parse_hidden(text: str) -> tuple[int, ...]:
 
 
 def check_writable(path: str) -> None:
-    """--json-out must name a file that can be written: found out before the run, not after it."""
-    if os.path.isdir(path):
-        raise UsageError(f"--json-out {path!r} is a directory; name a file in it, such as {os.path.join(path, 'run.json')!r}")
+    """--json-out must name a file that can be written: found out before the run, not after it. The tools' rule
+    (bench/load_script.py): no empty path, no directory's name ("new/"), no file its mode makes read-only."""
+    if not path:
+        raise UsageError("--json-out is empty; name a file, such as 'run.json'")
+    if os.path.isdir(path) or path.endswith(os.sep):  # "new/" names a directory, absent or not
+        what = "is" if os.path.isdir(path) else "names"
+        raise UsageError(
+            f"--json-out {path!r} {what} a directory; name a file in it, such as {os.path.join(path, 'run.json')!r}"
+        )
+    if os.path.exists(path) and not (os.access(path, os.W_OK) and os.stat(path).st_mode & 0o222):  # root: the mode
+        raise UsageError(f"--json-out {path!r} is read-only: make it writable, or name another file")
     parent = os.path.dirname(os.path.abspath(path))
     while not os.path.isdir(parent):  # write_json_atomic creates the missing directories below the nearest that exists
         if os.path.exists(parent):
@@ -406,6 +414,26 @@ def check_writable(path: str) -> None:
         os.remove(probe)
     except OSError as e:
         raise UsageError(f"--json-out {path!r} cannot be written: {e.strerror} in {parent!r}") from None
+
+
+SEEDS = 2**32  # the seeds every generator here takes (numpy's, jax's keys and torch's alike): 0 .. 2**32 - 1
+
+
+def check_limits(args: Args) -> None:
+    """A seed every generator takes, and networks whose parameters fit in this machine's memory: beyond either a run
+    fails part way with a traceback (or after asking the allocator for terabytes)."""
+    last = args.seed + getattr(args, "num_seeds", 1) - 1  # --num-seeds trains seed .. last; the torch scripts one seed
+    if args.seed < 0 or last >= SEEDS:
+        raise UsageError(f"--seed must be between 0 and {SEEDS - 1}, and so must every seed --num-seeds adds; got {args.seed}")
+    hidden = parse_hidden(args.hidden)
+    weights = sum(hidden) + sum(a * b for a, b in zip(hidden, hidden[1:]))  # a network's, its input and output aside
+    needed = 2 * weights * 4 * 4  # actor and critic, float32: parameters, gradients and Adam's two moments
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if needed > memory:
+        raise UsageError(
+            f"--hidden {args.hidden} needs {needed / 2**30:.3g} GiB for its networks' parameters alone; this machine"
+            f" has {memory / 2**30:.3g} GiB"
+        )
 
 
 def check_coefficients(args: Args) -> None:
@@ -433,8 +461,9 @@ def check_args(args: Args):
         raise UsageError(f"num_envs * num_steps = {batch_size} is not divisible by --num-minibatches {args.num_minibatches}")
     if args.total_timesteps < batch_size:
         raise UsageError(f"--total-timesteps {args.total_timesteps} is smaller than one batch of {batch_size} steps")
-    if args.json_out:
+    if args.json_out is not None:
         check_writable(args.json_out)
+    check_limits(args)
     supported = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]  # that one downloads MNIST when built
     supported += ["Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1"]  # Craftax's symbolic ones (pixels: textures)
     if args.env_id not in supported:
@@ -606,7 +635,7 @@ def write_json_atomic(path: str, record: dict) -> None:
         with open(temporary, "w") as f:
             json.dump(record, f, indent=1)
         os.replace(temporary, path)
-    except OSError:  # a disk that filled during the run: no half file left behind
+    except BaseException:  # a disk that filled during the run, a Ctrl-C: no half file left behind
         if os.path.exists(temporary):
             os.remove(temporary)
         raise
@@ -620,7 +649,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if args.json_out:
+    if args.json_out is not None:
         try:
             write_json_atomic(args.json_out, result)
         except OSError as e:

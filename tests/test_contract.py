@@ -263,6 +263,11 @@ BAD_INPUTS = [
     (["--vf-coef", "-1"], "--vf-coef must be 0 or more"),
     (["--gamma", "1.5"], "--gamma must be between 0 and 1; got 1.5"),
     (["--gae-lambda", "-0.1"], "--gae-lambda must be between 0 and 1"),
+    # what no run can use: a seed beyond every generator's, networks larger than this machine's memory
+    (["--seed", "18446744073709551616"], "--seed must be between 0 and 4294967295"),
+    (["--seed", "4294967296"], "--seed must be between 0 and 4294967295"),
+    (["--hidden", "99999999999999999999"], "--hidden 99999999999999999999 needs"),
+    (["--hidden", "1000000,1000000"], "GiB for its networks' parameters alone; this machine has"),
 ]
 
 
@@ -366,6 +371,10 @@ def test_the_usage_page_flag_table_covers_every_flag(variant):
         ("results", "is a directory; name a file in it, such as"),
         ("notes.txt/run.json", "notes.txt' is a file"),
         ("/proc/benchback/run.json", "cannot be written: "),
+        ("new/", "'new/' names a directory; name a file in it, such as 'new/run.json'"),
+        ("notes.txt/", "'notes.txt/' names a directory"),
+        ("", "--json-out is empty; name a file"),
+        ("results/kept.json", "'results/kept.json' is read-only"),
     ],
 )
 def test_a_json_out_that_cannot_be_written_is_refused_before_anything_is_built(
@@ -374,6 +383,8 @@ def test_a_json_out_that_cannot_be_written_is_refused_before_anything_is_built(
     module = load(variant)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "kept.json").write_text("{}")
+    (tmp_path / "results" / "kept.json").chmod(0o444)  # made read-only by its owner: never replaced in silence
     (tmp_path / "notes.txt").write_text("")
 
     def built(*args, **kwargs):
@@ -383,7 +394,8 @@ def test_a_json_out_that_cannot_be_written_is_refused_before_anything_is_built(
     code = module.main(["--json-out", where])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "\n" not in err and err.startswith("error: --json-out ") and message in err
-    assert sorted(p.name for p in tmp_path.rglob("*")) == ["notes.txt", "results"]
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["kept.json", "notes.txt", "results"]
+    assert (tmp_path / "results" / "kept.json").read_text() == "{}"
 
 
 def test_a_record_that_cannot_be_written_at_the_end_is_printed_and_leaves_no_file(variant, tmp_path, monkeypatch, capsys):
