@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench"))
-from load_script import check_out, write_atomic  # noqa: E402  (the ones the tools share)
+from load_script import check_out, earlier_result, write_atomic  # noqa: E402  (the ones the tools share)
 
 # jax and gymnax are imported where needed: when every cost is already measured (a resumed
 # sweep), this script exits without paying their seconds of start-up.
@@ -95,14 +95,21 @@ def bad_env(env_ids) -> str:
 
     from craftax_gymnax import ENV_IDS as CRAFTAX
 
+    def discrete(env_id: str) -> bool:
+        try:
+            env, params = make(env_id)
+        except Exception:  # an id gymnax lists but cannot build here: not one to offer
+            return False
+        return isinstance(env.action_space(params), Discrete)
+
     known = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]  # that one downloads MNIST when built
     for env_id in env_ids:
         if env_id in CRAFTAX:  # discrete actions, all of them
             if installed_version("craftax") is None:
                 return f"{env_id} needs the craftax package, which is not installed (requirements.txt pins it)"
             continue
-        if env_id not in known:
-            return f"unknown environment '{env_id}'; ids: {', '.join([*known, *CRAFTAX])}"
+        if env_id not in known:  # named with the ids the variants can train, not those refused next
+            return f"unknown environment '{env_id}'; ids: {', '.join([*filter(discrete, known), *CRAFTAX])}"
         env, params = make(env_id)
         if not isinstance(env.action_space(params), Discrete):
             return f"{env_id} has continuous actions; the variants train discrete-action environments only"
@@ -122,11 +129,10 @@ def main(argv=None) -> int:
             print(f"error: --{name.replace('_', '-')} must be positive; got {getattr(args, name)}", file=sys.stderr)
             return 2
     check_out(args.out)
-    record = {}
-    if os.path.exists(args.out):
-        with open(args.out) as f:
-            record = json.load(f)
-    if (record.get("num_envs"), record.get("steps_per_call")) != (args.num_envs, args.steps):
+    record = earlier_result(args.out)
+    if (record.get("num_envs"), record.get("steps_per_call")) != (args.num_envs, args.steps) or not isinstance(
+        record.get("envs", {}), dict
+    ):
         record = {}  # costs measured otherwise are not comparable
     if all(env_id in record.get("envs", {}) for env_id in args.env_ids):
         return 0

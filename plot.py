@@ -3,8 +3,10 @@
     python plot.py benchmark_out/cpu                 # PNGs, summary.md and summary.json into that directory
     python plot.py benchmark_out/cpu --out results   # ... or into another one
 
-Reads every run JSON (schema 1 or 2) under DIR, skipping with a warning files that do not parse and
-failure records, plus DIR/env_cost.json (the x-axis "environment cost") when it is there.
+Reads every run JSON (schema 1 or 2) under DIR, skipping with a warning files that do not parse, failure
+records and incomplete ones, plus DIR/env_cost.json (the x-axis "environment cost") when it is there; a file or
+folder it cannot read is an error (exit 2, nothing written), not a report without it. The report is made in a
+temporary folder and moved in whole.
 Which experiment a run belongs to is its `args.exp_name`, which benchmark.sh sets. Records of two
 machines (two GPUs, or two CPU models) are never compared: each gets its own report, in OUT/machine-*.
 The answer comes first: each variant's time as a multiple of jax_linen's, computed per block of runs
@@ -19,57 +21,83 @@ without matplotlib), the summary they make, summary.md, and the figures.
 """
 
 import argparse
+import os
 import re
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from report import figures, learning_figures
 from report.figures import FIGURES
 from report.markdown import render
-from report.records import group_by, load_runs, machine
+from report.records import Unreadable, group_by, load_runs, machine
 from report.summary import as_json, summarize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "bench"))
-from load_script import check_out, write_atomic  # noqa: E402  (the ones the tools share)
+from load_script import check_out  # noqa: E402  (the tools' one rule for an output)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("dir", type=Path, help="a benchmark.sh output directory")
-    parser.add_argument("--out", type=Path, help="where to write the PNGs and summary.md (default: DIR)")
+    parser.add_argument("dir", help="a benchmark.sh output directory")
+    parser.add_argument("--out", help="where to write the PNGs and summary.md (default: DIR)")
     args = parser.parse_args(argv)
-    if not args.dir.is_dir():
-        print(f"error: {args.dir} is not a directory", file=sys.stderr)
+    if not args.dir or not Path(args.dir).is_dir():
+        print(f"error: {args.dir!r} is not a directory", file=sys.stderr)
         return 2
-    out = args.out or args.dir
-    check_out(out, "--out" if args.out else "DIR", directory=True)
-    runs, failures = load_runs(args.dir)
+    directory, given = Path(args.dir), args.out if args.out is not None else args.dir
+    check_out(given, "--out" if args.out is not None else "DIR", directory=True)
+    out = Path(given)
+    try:
+        runs, failures = load_runs(directory)
+    except Unreadable as e:  # a report without some records would change in silence
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if not runs:
-        print(f"error: no run records (schema 1 or 2 JSON with status ok) under {args.dir}", file=sys.stderr)
+        print(f"error: no run records (schema 1 or 2 JSON with status ok) under {directory}", file=sys.stderr)
         return 2
     by_machine = group_by(runs, lambda r: machine(r.record))
-    if len(by_machine) == 1:
-        write_report(runs, failures, args.dir, out)
-        return 0
-    # A time on one machine is never divided by a time on another: one report per machine.
-    print(f"records from {len(by_machine)} machines: one report per machine, in {out}/machine-*", file=sys.stderr)
-    for name, machine_runs in sorted(by_machine.items()):
-        write_report(machine_runs, failures, args.dir, out / f"machine-{re.sub(r'[^A-Za-z0-9.]+', '-', name).strip('-')}")
+    reports = {out: runs}
+    if len(by_machine) > 1:  # a time on one machine is never divided by a time on another: one report per machine
+        print(f"records from {len(by_machine)} machines: one report per machine, in {out}/machine-*", file=sys.stderr)
+        reports = {
+            out / f"machine-{re.sub(r'[^A-Za-z0-9.]+', '-', name).strip('-')}": machine_runs
+            for name, machine_runs in sorted(by_machine.items())
+        }
+    publish(reports, failures, directory, out)
     return 0
 
 
-def write_report(runs, failures, directory: Path, out: Path) -> None:
+def publish(reports: dict, failures, directory: Path, out: Path) -> None:
+    """Every report ({folder: its runs}) made in a temporary folder in `out`, then moved in, only once all are made:
+    a failure or a Ctrl-C on the way leaves the previous reports whole, and no half-made one."""
+    out.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=".tmp-plot-", dir=out))
+    try:
+        for target, runs in reports.items():
+            make_report(runs, failures, directory, stage / target.relative_to(out))
+        for target in reports:
+            made = stage / target.relative_to(out)
+            target.mkdir(parents=True, exist_ok=True)
+            for path in target.glob("*.png"):  # a figure left from an earlier plot of other data would mislead
+                if (path.name in FIGURES or path.name.startswith("learn_")) and not (made / path.name).exists():
+                    path.unlink()
+            for path in sorted(made.iterdir()):
+                os.replace(path, target / path.name)
+            print(f"wrote {target / 'summary.md'}, summary.json and {len(list(target.glob('*.png')))} figures")
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def make_report(runs, failures, directory: Path, out: Path) -> None:
     """The figures, summary.md and summary.json of runs (all from one machine) into out."""
     out.mkdir(parents=True, exist_ok=True)
-    for path in out.glob("*.png"):  # a figure left from an earlier plot of other data would mislead
-        if path.name in FIGURES or path.name.startswith("learn_"):
-            path.unlink()
     summary = summarize(runs, failures, directory)
     figures.draw(summary, out)
     learning_figures.draw(summary, out)
-    write_atomic(out / "summary.md", render(summary))
-    write_atomic(out / "summary.json", as_json(summary))
-    print(f"wrote {out / 'summary.md'}, summary.json and {len(list(out.glob('*.png')))} figures")
+    (out / "summary.md").write_text(render(summary))
+    (out / "summary.json").write_text(as_json(summary))
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from load_script import check_out, load, write_atomic  # noqa: E402
+from load_script import check_out, earlier_result, load, write_atomic  # noqa: E402
 
 
 def rollout_floor(module, env_id: str, num_envs: int, num_steps: int, iterations: int, devices) -> dict:
@@ -85,15 +85,14 @@ def main(argv=None) -> int:
     except module.UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    record = {}
-    if os.path.exists(a.out):
-        with open(a.out) as f:
-            record = json.load(f)
+    record = earlier_result(a.out)
     # the device as a run's record names it (its GPU, or "cpu"), so plot.py can tell the floor belongs to the runs
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     shape = {"num_envs": a.num_envs, "num_steps": a.num_steps, "device": where}
-    if any(record.get(k) != v for k, v in shape.items()):
+    if any(record.get(k) != v for k, v in shape.items()) or not isinstance(record.get("envs"), dict):
         record = {**shape, "envs": {}}  # measured otherwise: not comparable
+    if all(env_id in record["envs"] for env_id in a.env_ids):
+        return 0  # measured with the sweep's runs: kept as it is
     record["cpu"], record["xla_flags"] = module.cpu_info(), os.environ.get("XLA_FLAGS")  # as a run's record has them
     for env_id in a.env_ids:
         if env_id not in record["envs"]:

@@ -1,28 +1,76 @@
-"""A sweep's records, for bench/plan.py: whether a run's record is done, the failure record of a run that failed, and
-the check made before a sweep that no other machine (another CPU model, another GPU) has records in its directory."""
+"""A sweep's records, for bench/plan.py: whether a run's record is done (made by the plan's run as planned today), the
+failure record of a run that failed, and the check made before a sweep that no other machine (another CPU model,
+another GPU) has records in its directory."""
 
+import functools
 import json
 import os
 import platform
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
+from load_script import write_atomic
+from variants import _pairs, _shows, discover, setting_name
 
-def record_status(path: str) -> str:
-    """ok | failed | corrupt | missing: only ok and (without --retry-failed) failed count as done."""
+declared = functools.cache(discover)  # read once: a plan asks it of every record it finds
+
+
+def record_status(path: str, run: tuple = None) -> str:
+    """ok | failed | stale | corrupt | missing: only ok and (without --retry-failed) failed count as done. With the
+    plan's `run` (a row of bench/plan.py's plan), a record made with other settings is stale: run again."""
+    return read_status(path, run)[0]
+
+
+def read_status(path: str, run: tuple = None) -> tuple:
+    """(status, why it is stale or '')."""
     if not os.path.exists(path):
-        return "missing"
+        return "missing", ""
     try:
         record = json.loads(Path(path).read_text())
     except (OSError, ValueError):
-        return "corrupt"
-    return str(record.get("status", "corrupt")) if isinstance(record, dict) else "corrupt"
+        return "corrupt", ""
+    if not isinstance(record, dict) or not isinstance(record.get("status", "corrupt"), str):
+        return "corrupt", ""
+    status = record.get("status", "corrupt")
+    if run is not None and status in ("ok", "failed") and (why := other_settings(record, run)):
+        return "stale", why
+    return status, ""
+
+
+def planned(run: tuple) -> list:
+    """What the plan gives a run that changes its work, as (flag, value) pairs: its env, size, seed, experiment and
+    every flag (iterations, num_envs, steps, minibatches, epochs, a setting's or a stack's own)."""
+    _, _, env, hidden, seed, experiment, _, _, flags = run
+    given = ["--env-id", env, "--hidden", str(hidden), "--seed", str(seed), "--exp-name", experiment, *str(flags).split()]
+    return _pairs(tuple(given))
+
+
+def other_settings(record: dict, run: tuple) -> str:
+    """How a record was made otherwise than the plan makes its run ("--total-timesteps: 512, the plan 1280"), or ''.
+    An ok record's settings are its args; a failure record's, the command it ran."""
+    if record.get("status") == "failed":
+        command = record.get("command")
+        if not (isinstance(command, list) and len(command) > 2 and str(command[2]).startswith("--")):
+            return "its command is not recorded"
+        made = dict(_pairs(tuple(map(str, command[2:]))))  # PYTHON SCRIPT --flag value ...
+        for flag, value in planned(run):
+            if made.get(flag, "absent") != value:
+                return f"{flag}: {made.get(flag, 'not given')}, the plan {value or 'gives it'}"
+        return ""
+    args = record.get("args") if isinstance(record.get("args"), dict) else {}
+    for flag, value in planned(run):
+        if not _shows(args, flag, value):
+            return f"{flag}: {args.get(flag[2:].replace('-', '_'), 'not recorded')}, the plan {value or 'gives it'}"
+    variant = run[0].split("/")[1].split("__")[0]  # a setting's run: its record shows the setting's flags, no more
+    if (shown := setting_name(str(record.get("variant")), args, declared())) != variant:
+        return f"made as {shown}, the plan {variant}"
+    return ""
 
 
 def write_failure(path, reason, code, duration, limit, stderr_file, *command):
-    """The failure record in place of a run's result, its fields read from the run's command."""
+    """The failure record in place of a run's result, its fields read from the run's command; written as the scripts
+    write their records (the same mode, no temporary file left on any failure)."""
     try:
         with open(stderr_file, errors="replace") as f:
             tail = f.read()[-4000:]
@@ -45,10 +93,7 @@ def write_failure(path, reason, code, duration, limit, stderr_file, *command):
         "stderr_tail": tail,
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".json")
-    with os.fdopen(fd, "w") as f:
-        json.dump(record, f, indent=1)
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(record, indent=1))
 
 
 def cpu_model() -> str:

@@ -1,11 +1,13 @@
 """The run records of a benchmark.sh output directory as one table: a Run per record, and the variants they name.
 
 Every run JSON (schema 1 or 2) under the directory is read, skipping with a warning the files that do not parse,
-the failure records and the incomplete ones; env_cost.json (the environments' cost) is read where it is asked for.
+the failure records and the incomplete ones, and refusing (Unreadable) a directory that cannot be read whole;
+env_cost.json (the environments' cost) is read where it is asked for.
 """
 
 import itertools
 import json
+import os
 import sys
 from collections import defaultdict
 from dataclasses import dataclass
@@ -87,19 +89,41 @@ READS = {
 READS[2] = READS[1] + ["cpu", "peak_host_memory_mb"]
 
 
-# What a sweep measures beside its runs (env_cost.py, bench/handover.py): read where a section asks for them.
-MEASURES = {"env_cost.json", "handover.json"}
+# What a sweep measures beside its runs (env_cost.py, bench/handover.py): read where a section asks for them; and
+# plot.py's own summary, which it may have written into the same directory.
+NOT_RUNS = {"env_cost.json", "handover.json", "summary.json"}
+
+
+class Unreadable(OSError):
+    """Files or folders under a records directory that cannot be read: a report made from the rest would change its
+    numbers in silence, so none is made (plot.py and report.front exit 2 naming them)."""
+
+
+def json_files(directory: Path) -> tuple:
+    """(the .json files under `directory`, sorted; the folders that could not be listed)."""
+    found, unlisted = [], []
+    for folder, folders, names in os.walk(directory, onerror=lambda e: unlisted.append(e.filename)):
+        folders[:] = [f for f in folders if not f.startswith(".")]  # .tmp-plot-*: a report being made
+        found += [Path(folder) / name for name in names if name.endswith(".json")]
+    return sorted(found), sorted(unlisted)
 
 
 def load_runs(directory: Path):
-    """(runs, failures): the ok records under `directory`, and what was wrong with the other files."""
+    """(runs, failures): the ok records under `directory`, and what was wrong with the other files. Raises Unreadable
+    naming every file and folder that could not be read."""
     runs, failures = [], []
-    for path in sorted(directory.rglob("*.json")):
-        if path.name.startswith(".") or path.name in MEASURES:  # .tmp-*: an atomic write in flight
+    paths, unreadable = json_files(directory)
+    for path in paths:
+        if path.name.startswith(".") or path.name in NOT_RUNS:  # .tmp-*: an atomic write in flight
             continue
         try:
-            record = json.loads(path.read_text())
-        except (OSError, ValueError) as e:
+            text = path.read_text()
+        except OSError as e:
+            unreadable.append(f"{path} ({e.strerror})")
+            continue
+        try:
+            record = json.loads(text)
+        except ValueError as e:
             warn(f"{path}: does not parse ({e}); skipped")
             failures.append(f"{path.relative_to(directory)}: does not parse")
             continue
@@ -111,6 +135,11 @@ def load_runs(directory: Path):
         missing = [key for key in READS[record["schema_version"]] if key not in record]
         if missing or not isinstance(record["args"], dict) or "num_envs" not in record["args"]:
             reason = f"incomplete: no {(missing or ['args.num_envs'])[0]!r}"
+        elif not isinstance(record["iteration_durations"], list) or not record["iteration_durations"]:
+            reason = "incomplete: no iteration in 'iteration_durations'"  # a run stopped before its first
+        else:
+            reason = ""
+        if reason:
             warn(f"{path}: {reason}; skipped")
             failures.append(f"{path.relative_to(directory)}: {reason}")
             continue
@@ -132,6 +161,8 @@ def load_runs(directory: Path):
         runs.append(run)
         if record["compiles_after_first_iteration"]:  # kept, but its iterations after 0 include compilation
             warn(f"{path}: compiled {record['compiles_after_first_iteration']} time(s) after iteration 0")
+    if unreadable:
+        raise Unreadable(f"cannot read {', '.join(map(str, unreadable))}: no report from {directory} without them")
     return runs, failures
 
 
