@@ -18,9 +18,12 @@
 #
 # Each run is its own process writing one JSON record (schema 1) to OUT/EXPERIMENT/NAME.json, where
 # NAME = VARIANT__ENV__SIZE[__nNUM_ENVS]__seedSEED. Rerunning the same command resumes: runs whose
-# JSON exists and parses are skipped, and the scripts write their JSON atomically, so a killed sweep
-# loses only the run in flight. A run that crashes, times out or runs out of memory leaves a failure
-# record (status "failed", the command, exit code, stderr tail) in its place and the sweep goes on.
+# JSON exists, parses and was made with the settings the plan gives them today are skipped (one made
+# otherwise, --iterations 2 then 5, is named, run again and replaced), and the scripts write their JSON
+# atomically, so a killed sweep loses only the run in flight. A run that crashes, times out or runs out
+# of memory leaves a failure record (status "failed", the command, exit code, stderr tail) in its place
+# and the sweep goes on. One sweep per OUT at a time: a second (or a --task) is refused while the first,
+# or a run it left going, holds OUT/logs/sweep.lock. SIGHUP (a closed terminal) is a Ctrl-C.
 #
 # Experiments (numbered as in the original study):
 #   overall  (1) async timing, the headline durations and pairwise speedups
@@ -143,6 +146,31 @@ check_same_machine() {
   [[ -z $found ]] || die "$OUT holds timings from another machine or setting ($found): give another --out"
 }
 
+# ---------------------------------------------------------------- one sweep per OUT
+# A sweep holds OUT/logs/sweep.lock (flock) for its life, and --task runs share it: two sweeps on one OUT would time
+# their runs side by side, each slowing the other. The lock is inherited by every process the sweep starts, so a run
+# left going after its sweep's shell was killed still holds it, and a resume is refused until that run ends rather
+# than timing beside it. The kernel drops the lock with the last process: a dead sweep never leaves a stale lock.
+OUT_LOCK=
+lock_out() {  # lock_out -x|-s: take OUT's lock, exclusive (a sweep) or shared (--task), else exit 2 naming who holds it
+  local lock=$OUT/logs/sweep.lock
+  mkdir -p "$OUT/logs"
+  exec {OUT_LOCK}>>"$lock"
+  flock -n "$1" "$OUT_LOCK" || die "--out $OUT is in use by $(holder "$lock"); wait for it to end, or give another --out"
+  [[ $1 == -s ]] || printf '%s %s\n' "$$" "$(date -u '+%Y-%m-%d %H:%M:%S UTC')" >"$lock"  # for a second sweep's message
+}
+
+holder() {  # holder LOCK: the sweep that holds it (pid and start, from the file), or --task runs (they share it)
+  local fd pid= start=
+  exec {fd}>>"$1"
+  if flock -n -s "$fd"; then exec {fd}>&-; echo "--task runs of another process"; return; fi
+  exec {fd}>&-
+  read -r pid start <"$1" || true
+  if [[ -z $pid ]]; then echo "another sweep"
+  elif kill -0 "$pid" 2>/dev/null; then echo "the sweep pid $pid (started $start)"
+  else echo "a run of the sweep pid $pid (started $start), whose shell has ended while its run goes on"; fi
+}
+
 # ---------------------------------------------------------------- one run
 # A run is claimed with flock on OUT/logs/NAME.lock before it starts; the run inherits the lock, so it is held
 # until the run's process ends, even if the shell that started it was killed, and the kernel drops it with the
@@ -150,8 +178,10 @@ check_same_machine() {
 # thus never run it at once, and the second finds the first's record and skips.
 SWEEP_START=${EPOCHREALTIME//[!0-9]/}  # microseconds, before plan.py reads the records
 
-record_status() { "$PYTHON" "$PLAN" status "$1"; }  # ok | failed | corrupt | missing
-# is_done STATUS: only "ok" and (without --retry-failed) "failed" are done; a corrupt file is run again and replaced.
+# record_status INDEX: ok | failed | stale | corrupt | missing, the plan's run I's record as plan.py reads it.
+record_status() { "$PYTHON" "$PLAN" status "$OUT/$(name_of "$1").json" "${RUNS[$1]}"; }
+# is_done STATUS: only "ok" and (without --retry-failed) "failed" are done; a corrupt file, or one made with other
+# settings than the plan gives the run (stale), is run again and replaced.
 is_done() { [[ $1 == ok || ($1 == failed && $RETRY_FAILED == 0) ]]; }
 
 now_s() { local t=${EPOCHREALTIME//[!0-9]/}; echo $((t / 1000000)); }  # locale-proof: digits only
@@ -194,7 +224,7 @@ run_one() {
   wait $! || rc=$?
   drop_cache
   duration=$(($(now_s) - start))
-  if ((rc == 0)) && [[ $(record_status "$file") == ok ]]; then
+  if ((rc == 0)) && [[ $(record_status "$1") == ok ]]; then
     echo "ok in ${duration}s"; return 0
   fi
   if ((rc == 0)); then reason="no-result"  # exited cleanly without a valid JSON record
@@ -221,7 +251,7 @@ claim_and_run() {
   if ! flock -n "$fd"; then
     exec {fd}>&-; echo "skipped: another process is running it (it holds $lock)"; return 3
   fi
-  status=$(record_status "$file")
+  status=$(record_status "$1")
   if [[ $status == ok || $status == failed ]] && { is_done "$status" || (($(date -r "$file" +%s%6N) >= SWEEP_START)); }; then
     exec {fd}>&-; echo "skipped: already done ($status)"; return 3
   fi
@@ -241,8 +271,11 @@ summary() {
   return 0
 }
 
+# on_signal: a signal (Ctrl-C, kill, a closed terminal) stops the run in flight and ends the sweep with its summary.
+# While it does, further signals are ignored, by this shell and by the processes it starts (a second Ctrl-C reaches
+# the run, which it ends sooner): the summary is printed whatever comes.
 on_signal() {
-  trap - INT TERM
+  trap '' INT TERM HUP
   stop_run
   drop_cache  # --task's run; the sweep's slots drop their own
   [[ -z $MSG ]] || rm -rf "$MSG"
@@ -251,7 +284,7 @@ on_signal() {
   for s in "${!SLOT_PID[@]}"; do
     [[ -n ${SLOT_PID[s]} ]] || continue
     name=$(name_of "${SLOT_RUN[s]}")
-    [[ $(record_status "$OUT/$name.json") != ok ]] || kept+=("$name")
+    [[ $(record_status "${SLOT_RUN[s]}") != ok ]] || kept+=("$name")
   done
   echo
   if ((${#kept[@]})); then
@@ -269,27 +302,31 @@ measure_env_costs() {
   # the torch scripts' rollout (env steps and hand-overs, no network), which plot.py splits off their sync runs.
   ((${#COST_ENVS[@]})) || return 0
   local rc=0
-  "$PYTHON" "$ROOT/env_cost.py" --out "$OUT/env_cost.json" --num-envs "$NUM_ENVS" "${COST_ENVS[@]}" || rc=$?
+  # In the background, as the runs are (run_one): a signal is handled at once, and stops the measuring too.
+  "$PYTHON" "$ROOT/env_cost.py" --out "$OUT/env_cost.json" --num-envs "$NUM_ENVS" "${COST_ENVS[@]}" &
+  wait $! || rc=$?
   ((rc != 2)) || die "bad --envs (see the error above); nothing was run"
   ((rc == 0)) || echo "warning: env_cost.py failed (exit code $rc); plot.py will order environments by name"
   ((${#HANDOVER_ENVS[@]})) || return 0
   rc=0
   "$PYTHON" "$ROOT/bench/handover.py" --out "$OUT/handover.json" --num-envs "$NUM_ENVS" --num-steps "$NUM_STEPS" \
-    "${HANDOVER_ENVS[@]}" || rc=$?
+    "${HANDOVER_ENVS[@]}" &
+  wait $! || rc=$?
   ((rc == 0)) || echo "warning: bench/handover.py failed (exit code $rc); plot.py will not split the torch rollouts"
 }
 
 # sweep: the serial sweep (PARALLEL=0: one run at a time) or --jobs/--devices; with --dry-run, the plan only.
 sweep() {
+  if ((DRY_RUN)); then printf '%s%s' "$INTRO" "$LISTING"; return 0; fi
+  lock_out -x
   printf '%s' "$INTRO"
-  if ((DRY_RUN)); then printf '%s' "$LISTING"; return 0; fi
-  mkdir -p "$OUT"
-  # The scripts' atomic writes leave .tmp-* files only if killed mid-write; they are never results. Beside
-  # --jobs, other processes (--task, another sweep) may be writing theirs now: only stale ones go then.
-  if ((PARALLEL)); then find "$OUT" -name '.tmp-*.json' -mmin +10 -delete; else find "$OUT" -name '.tmp-*.json' -delete; fi
-  MSG=$(mktemp -d)
-  trap on_signal INT TERM
-  measure_env_costs
+  # The scripts' atomic writes leave .tmp-* files only if killed mid-write, and a sweep killed outright its slots'
+  # folder: never results. Under OUT's lock no other sweep or task writes in OUT, so every one of them goes.
+  find "$OUT" -name '.tmp-*.json' -delete
+  rm -rf "$OUT"/logs/.slots.*
+  MSG=$(mktemp -d "$OUT/logs/.slots.XXXXXX")  # in OUT, not TMPDIR: only the runs' caches ever go there
+  trap on_signal INT TERM HUP
+  ((${#TODO[@]} == 0)) || measure_env_costs  # with the runs they belong to: a finished sweep measures nothing again
   run_plan
 }
 
@@ -341,7 +378,7 @@ start_slot() {
   local s=$1 i=$2 dev=
   ((${#DEVICES[@]} == 0)) || dev=${DEVICES[s % ${#DEVICES[@]}]}
   (
-    trap 'stop_run; drop_cache; exit 130' INT TERM
+    trap 'trap "" INT TERM HUP; stop_run; drop_cache; exit 130' INT TERM HUP
     [[ -z $dev ]] || export CUDA_VISIBLE_DEVICES=$dev
     rc=0
     claim_and_run "$i" >"$MSG/$s.out" 2>&1 || rc=$?
@@ -355,8 +392,8 @@ start_slot() {
 # another task measuring, go on.
 run_task() {
   local i=$((TASK - 1)) fd rc=0
-  mkdir -p "$OUT/logs"
-  trap on_signal INT TERM
+  lock_out -s
+  trap on_signal INT TERM HUP
   if ((${#COST_ENVS[@]})) && [[ ! -e $OUT/env_cost.json ]]; then
     exec {fd}>>"$OUT/logs/env_cost.lock"
     if flock -n "$fd" && [[ ! -e $OUT/env_cost.json ]]; then measure_env_costs; fi

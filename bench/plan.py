@@ -5,7 +5,7 @@ benchmark.sh runs the plan (one runner for the serial sweep and --jobs, --task),
 --dry-run and the serial sweep share one plan and number its runs the same.
 
     python bench/plan.py plan ARGS...                  # benchmark.sh's ARGS checked, the plan as bash assignments
-    python bench/plan.py status FILE...                # ok | failed | corrupt | missing: each record's
+    python bench/plan.py status FILE [RUN]             # ok | failed | stale | corrupt | missing (RUN: a line of RUNS)
     python bench/plan.py failure FILE REASON CODE SECONDS LIMIT STDERR_FILE COMMAND...   # a run's failure record
     python bench/plan.py check-envs ENV...             # why an --envs id cannot be run, or nothing
     python bench/plan.py check-out OUT                 # why OUT cannot be written, or nothing (creates nothing)
@@ -25,7 +25,7 @@ from types import SimpleNamespace
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from load_script import out_problem  # noqa: E402
 from presets import EXPERIMENTS, FULL, HIDDEN, PRESETS, STACK_ENVS, TIMED, AllBut  # noqa: E402
-from run_records import other_machine, record_status, write_failure  # noqa: E402
+from run_records import other_machine, read_status, record_status, write_failure  # noqa: E402
 from variants import ROOT, VariantError, discover, modules, scripts  # noqa: E402
 
 
@@ -56,8 +56,10 @@ def parse(argv: list) -> SimpleNamespace:
     while args:
         arg = args.pop(0)
         if arg in VALUE_OPTIONS + MODE_OPTIONS:
-            if not args or arg in MODE_OPTIONS and (not args[0] or args[0].startswith("--")):
+            if not args or arg in MODE_OPTIONS and args[0].startswith("--"):
                 raise Refused(f"{arg} needs a value")
+            if not args[0]:  # an empty list or path would otherwise mean the preset's, in silence
+                raise Refused(f"{arg} needs a value; got an empty one")
             setattr(a, arg[2:], args.pop(0))
             if arg in VALUE_OPTIONS and arg != "--out":
                 a.forward += [arg, getattr(a, arg[2:])]
@@ -76,15 +78,20 @@ def fields(text: str) -> list:
     return items[:-1] if items[-1] == "" else items
 
 
-def split_checked(text: str, valid=None) -> list:
-    """`fields(text)`, each one of `valid` (if given)."""
+def split_checked(text: str, option: str, valid=None) -> list:
+    """`fields(text)`, each one of `valid` (if given), each once: a repeat is dropped with a note (it would plan the
+    same runs twice)."""
     items = fields(text)
     if not items:
-        raise Refused("empty list")
+        raise Refused(f"{option}: empty list")
     for item in items:
         if valid is not None and item not in valid:
-            raise Refused(f"unknown value '{item}'; valid: {' '.join(valid)}")
-    return items
+            raise Refused(f"{option}: unknown value '{item}'; valid: {' '.join(valid)}")
+    once = list(dict.fromkeys(items))
+    if len(once) < len(items):
+        twice = sorted({item for item in items if items.count(item) > 1})
+        print(f"benchmark.sh: note: {option} names {', '.join(twice)} more than once; each is planned once", file=sys.stderr)
+    return once
 
 
 def positive(text: str, message: str) -> int:
@@ -104,13 +111,13 @@ def settings(a, names: list, stacks: list = ()) -> dict:
     }
     unrestricted = set()
     if a.variants:
-        p["variants"] = split_checked(a.variants, [*names, *stacks])
+        p["variants"] = split_checked(a.variants, "--variants", [*names, *stacks])
         unrestricted.add("variants")
     if a.envs:
-        p["envs"] = p["learn_envs"] = split_checked(a.envs)
+        p["envs"] = p["learn_envs"] = split_checked(a.envs, "--envs")
         unrestricted.add("envs")
     if a.sizes:
-        p["sizes"] = split_checked(a.sizes, list(HIDDEN))
+        p["sizes"] = split_checked(a.sizes, "--sizes", list(HIDDEN))
         unrestricted.add("sizes")
     named = set(p["variants"]) if a.variants else set()
 
@@ -121,7 +128,7 @@ def settings(a, names: list, stacks: list = ()) -> dict:
 
     p["restrict"] = {key: only for key, only in p["restrict"].items() if kept(key)}
     if a.experiments:
-        p["experiments"] = split_checked(a.experiments, EXPERIMENTS)
+        p["experiments"] = split_checked(a.experiments, "--experiments", EXPERIMENTS)
     if a.repeats:
         p["repeats"] = positive(a.repeats, "--repeats must be a positive integer")
     if a.iterations:
@@ -438,8 +445,10 @@ def plan_command(argv: list) -> int:
         n = p["parts"]
         part = parts_of(runs, n)
         chosen = [i for i in range(len(runs)) if not a.part or part[i] == int(a.part)]  # indices into runs
-        status = {i: record_status(os.path.join(out, f"{runs[i][0]}.json")) for i in chosen}
+        found = {i: read_status(os.path.join(out, f"{runs[i][0]}.json"), runs[i]) for i in chosen}
+        status = {i: s for i, (s, _) in found.items()}
         done = {i: s == "ok" or s == "failed" and not a.retry_failed for i, s in status.items()}
+        stale = [i for i in chosen if status[i] == "stale"]  # made with other settings: never counted done
         todo = [i for i in chosen if not done[i]]
         where = ""
         if values["PARALLEL"]:
@@ -452,6 +461,12 @@ def plan_command(argv: list) -> int:
             f" ({n_done} already done), out {out}, per-run limit {p['timeout']}s{where}",
             f"  {estimate([runs[i] for i in todo], jobs, p['for_gpu'])}",
         ]
+        if stale:
+            first = stale[0]
+            intro.append(
+                f"  {len(stale)} records were made with other settings than this plan gives their runs: run again and"
+                f" replaced (the first, {runs[first][0]}: {found[first][1]})"
+            )
         if p["for_gpu"] and not plan.on_gpu:  # a preset for a GPU, on a machine without one: what it costs here too
             intro.append(f"  here, without a GPU: {estimate([runs[i] for i in todo], jobs, False)}")
         if plan.left_out:
@@ -468,8 +483,9 @@ def plan_command(argv: list) -> int:
                         left = estimate([runs[i] for i in members if not done[i]], jobs, p["for_gpu"], source=False)
                         lines.append(f"  --part {k}: runs {members[0] + 1}-{members[-1] + 1}, {left}")
             for i in chosen:
-                state = status[i].replace("ok", "done", 1) if done[i] else "to-run"
-                lines.append(f"[{i + 1}/{len(runs)}] {state:<6} {runs[i][0]}  {runs[i][8]}")
+                state = status[i].replace("ok", "done", 1) if done[i] or status[i] == "stale" else "to-run"
+                why = f"  (stale: {found[i][1]})" if status[i] == "stale" else ""
+                lines.append(f"[{i + 1}/{len(runs)}] {state:<6} {runs[i][0]}  {runs[i][8]}{why}")
             lines.append(f"plan: {len(chosen)} runs, {n_done} already done, {len(todo)} to run")
             values["LISTING"] = "".join(f"{line}\n" for line in lines)
     print("\n".join(bash(name, value) for name, value in values.items()))
@@ -480,9 +496,8 @@ def main(argv=None) -> int:
     command, *rest = sys.argv[1:] if argv is None else argv
     if command == "plan":
         return plan_command(rest)
-    if command == "status":
-        for path in rest:
-            print(record_status(path))
+    if command == "status":  # a RUN (a line of RUNS) makes a record made with other settings stale
+        print(record_status(rest[0], tuple(rest[1].split("\t")) if len(rest) > 1 else None))
     elif command == "failure":
         write_failure(*rest)
     elif command == "check-envs":  # the environments a sweep can run, as env_cost.py checks them

@@ -4,6 +4,8 @@ The bookkeeping tests run a fake variant (tests/fixtures/fake_variant.py) throug
 wrapper, so they take seconds; the quick-preset test runs a real script.
 """
 
+import contextlib
+import fcntl
 import itertools
 import json
 import os
@@ -21,6 +23,7 @@ from conftest import DECLARED, ROOT, VARIANTS, in_background, load
 from plan import load as load_plan
 from presets import PRESETS
 from run_records import KEPT_APART, XLA_ONE_THREAD
+from variants import discover
 
 BENCHMARK = ROOT / "benchmark.sh"
 FAKE = ROOT / "tests" / "fixtures" / "fake_variant.py"
@@ -530,7 +533,7 @@ def test_the_cpu_preset_plans_both_axes_and_tells_its_cost_first(tmp_path):
         len({v for (v, e, z) in overall if (e, z) == cell} & timing) == len(timing)
         for cell in {(e, z) for (_, e, z) in overall}
     )
-    assert {key[0] for key in seeds} == {"overall", "sync", "compile"}
+    assert {key[0] for key in seeds} == {"overall", "sync", "compile", "stacks"}
 
 
 def test_the_seeds_experiment_runs_n_seeds_at_once_where_a_script_takes_it_beside_one_seed_of_every_variant(tmp_path):
@@ -622,7 +625,8 @@ def test_the_gpu_preset_plans_its_parts_and_labels_its_estimate_as_from_cpu_cost
         rf"  here, without a GPU: estimated (\d+):(\d\d) \(h:mm\) for {total} runs, from runs measured on .+", here
     )
     assert hours and [int(x) for x in hours.groups()] > [int(x) for x in re.findall(r"(\d+):(\d\d)", estimate)[0]]
-    assert left_out == "  torch_compile+graphs: needs a GPU, left out (none is visible here)"
+    gpu_only = ", ".join(v.name for v in discover() if v.gpu_only)  # the settings with CUDA graphs
+    assert left_out == f"  {gpu_only}: needs a GPU, left out (none is visible here)"
     assert f"plan: {total} runs, 0 already done, {total} to run" in proc.stdout
     names = listing(proc.stdout)
     assert len(names) == total and not any("+graphs" in name for name in names)
@@ -700,3 +704,151 @@ def test_a_gpu_only_setting_runs_beside_its_script_on_a_gpu_and_keeps_its_index_
     slurm = sweep(*flags, "--slurm", env=cpu)
     assert slurm.returncode == 0, slurm.stderr
     assert f"#SBATCH --array=1-{len(names)}%8" in (tmp_path / "out" / "slurm" / "benchback.sbatch").read_text()
+
+
+def stub_python(tmp_path: Path) -> tuple[str, Path]:
+    """The fake interpreter, with env_cost.py and bench/handover.py logged (one line a call) in place of measuring."""
+    fake, measures = fake_python(tmp_path), tmp_path / "measures"
+    wrapper = tmp_path / "stub-python"
+    wrapper.write_text(
+        f'#!/bin/sh\ncase "$1" in */env_cost.py|*/handover.py) echo "$*" >>"{measures}"; exit 0;; esac\nexec "{fake}" "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    return str(wrapper), measures
+
+
+def start(flags, env) -> subprocess.Popen:
+    return subprocess.Popen(
+        ["bash", str(BENCHMARK), *flags],
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def wait_until(condition, timeout=60):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def lock_is_free(out: Path) -> bool:
+    with open(out / "logs" / "sweep.lock") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(f, fcntl.LOCK_UN)
+        return True
+
+
+def test_two_sweeps_on_one_out_never_time_side_by_side(tmp_path):
+    """A second sweep (or --task) on an OUT a sweep holds is refused in one line naming the first; after only the
+    first's shell is killed, its run goes on and a resume is refused until that run ends; then it resumes."""
+    out, python = tmp_path / "out", fake_python(tmp_path)
+    flags = [*FAKE_PLAN, "--repeats", "2", "--out", str(out)]
+    env = {"PYTHON": python, "FAKE_SLEEP": "8"}
+    first = start(flags, env)
+    wait_until(lambda: list((out / "logs").rglob("*.stdout")))  # its first run is in flight
+    for more in ([], ["--task", "2"]):
+        second = sweep(*flags, *more, env=env)
+        assert second.returncode == 2 and second.stdout == "", second.stdout
+        (line,) = second.stderr.splitlines()
+        assert f"--out {out} is in use by the sweep pid {first.pid} (started 20" in line and "another --out" in line
+    os.kill(first.pid, signal.SIGKILL)  # the sweep's shell alone: its run goes on, holding the lock it inherited
+    first.wait(timeout=30)  # (not its pipes: the run holds them open)
+    orphaned = sweep(*flags, env=env)
+    assert orphaned.returncode == 2 and "whose shell has ended while its run goes on" in orphaned.stderr, orphaned.stderr
+    wait_until(lambda: lock_is_free(out), timeout=30)  # the orphaned run ends, and with it the lock
+    first.stdout.close()
+    first.stderr.close()
+    done = len(run_files(out))  # the orphaned run finished its record
+    resumed = sweep(*flags, env={"PYTHON": python})
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert set(run_files(out)) == expected_fake_names(2) and summary(resumed.stdout) == (4 - done, done, 0) and done
+
+
+def test_a_record_made_with_other_settings_is_run_again_never_counted_done(tmp_path):
+    """--iterations 2, then --iterations 5 into the same OUT: the records of 2 iterations are reported, run again and
+    replaced, not counted done; a failure record of other settings too. The same settings again: all done."""
+    out, (python, _) = tmp_path / "out", stub_python(tmp_path)
+    flags = ["--preset", "quick", "--experiments", "overall", "--variants", "jax_linen,torch", "--out", str(out)]
+    assert sweep(*flags, "--iterations", "2", env={"PYTHON": python}).returncode == 0
+    steps = {name: r["args"]["total_timesteps"] for name, r in run_files(out).items()}
+    assert set(steps.values()) == {2 * 8 * 32}
+    failed = out / "overall" / "torch__CartPole-v1__s__seed1.json"
+    failed.write_text(json.dumps({"status": "failed", "command": ["python", "ppo_torch.py", "--total-timesteps", "512"]}))
+    planned = sweep(*flags, "--iterations", "5", "--dry-run", env={"PYTHON": python})
+    assert planned.returncode == 0, planned.stderr
+    assert "(0 already done)" in planned.stdout and "2 records were made with other settings" in planned.stdout
+    assert "stale  overall/jax_linen__CartPole-v1__s__seed1" in planned.stdout
+    assert "(stale: --total-timesteps: 512, the plan 1280)" in planned.stdout
+    again = sweep(*flags, "--iterations", "5", env={"PYTHON": python})
+    assert again.returncode == 0 and summary(again.stdout) == (2, 0, 0), again.stdout
+    assert {r["args"]["total_timesteps"] for r in run_files(out).values()} == {5 * 8 * 32}
+    same = sweep(*flags, "--iterations", "5", env={"PYTHON": python})
+    assert summary(same.stdout) == (0, 2, 0)
+
+
+def test_a_finished_sweep_rerun_measures_nothing_again(tmp_path):
+    """The env costs and the hand-over floor belong to the runs they were measured with: a rerun with nothing left to
+    run does not measure (nor overwrite) them."""
+    out, (python, measures) = tmp_path / "out", stub_python(tmp_path)
+    flags = ["--preset", "quick", "--experiments", "sync", "--variants", "torch", "--out", str(out)]
+    assert sweep(*flags, env={"PYTHON": python}).returncode == 0
+    calls = measures.read_text().splitlines()
+    assert [c.split()[0].rsplit("/", 1)[1] for c in calls] == ["env_cost.py", "handover.py"]
+    again = sweep(*flags, env={"PYTHON": python})
+    assert again.returncode == 0 and summary(again.stdout) == (0, 1, 0)
+    assert measures.read_text().splitlines() == calls
+
+
+@pytest.mark.parametrize("signals", [[signal.SIGHUP], [signal.SIGINT, signal.SIGINT]], ids=["hangup", "ctrl-c twice"])
+def test_a_hangup_or_a_second_ctrl_c_ends_the_sweep_with_its_summary_and_leaves_nothing_in_tmpdir(tmp_path, signals):
+    """A closed terminal is a Ctrl-C; a second Ctrl-C while the sweep stops its run changes nothing: the summary, exit
+    130, no traceback, and nothing in TMPDIR (the run's caches, the slots' messages) or OUT but records and logs."""
+    out, tmp = tmp_path / "out", tmp_path / "tmp"
+    tmp.mkdir()
+    proc = start([*FAKE_PLAN, "--out", str(out)], {"PYTHON": fake_python(tmp_path), "TMPDIR": str(tmp), "FAKE_LINGER": "30"})
+    wait_until(lambda: run_files(out))  # the first run wrote its record and lingers
+    for sent in signals:
+        with contextlib.suppress(ProcessLookupError):  # (the sweep may have ended before a second)
+            os.killpg(proc.pid, sent)  # the whole group, as a terminal does
+        time.sleep(0.05)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in stdout and "summary: ran" in stdout, stdout
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    assert list(tmp.iterdir()) == []
+    assert not list(out.rglob(".tmp-*")) and not list((out / "logs").glob(".slots.*"))
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--envs", ""], "--envs needs a value; got an empty one"),
+        (["--variants", ""], "--variants needs a value; got an empty one"),
+        (["--out", ""], "--out needs a value; got an empty one"),
+        (["--sizes", "x"], "--sizes: unknown value 'x'; valid: s m l"),
+        (["--experiments", "overall,"], None),  # a trailing comma ends the list, as bash reads it
+    ],
+)
+def test_an_empty_list_or_an_unknown_value_names_its_option(tmp_path, flags, message):
+    proc = sweep(*FAKE_PLAN, *flags, "--dry-run", "--out", str(tmp_path / "out"))
+    if message is None:
+        assert proc.returncode == 0, proc.stderr
+        return
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == f"benchmark.sh: {message}\n"
+
+
+def test_a_repeated_env_variant_or_size_is_planned_once_with_a_note(tmp_path):
+    flags = ["--preset", "quick", "--experiments", "overall", "--dry-run", "--out", str(tmp_path / "out")]
+    proc = sweep(*flags, "--envs", "CartPole-v1,Acrobot-v1,CartPole-v1", "--variants", "torch,torch", "--sizes", "s,s")
+    assert proc.returncode == 0, proc.stderr
+    names = listing(proc.stdout)
+    assert sorted(names) == ["overall/torch__Acrobot-v1__s__seed1", "overall/torch__CartPole-v1__s__seed1"]
+    assert "benchmark.sh: note: --envs names CartPole-v1 more than once; each is planned once" in proc.stderr
+    assert "--variants names torch more than once" in proc.stderr and "--sizes names s more than once" in proc.stderr
