@@ -4,7 +4,7 @@
 #   bash benchmark.sh                                # the original study's GPU sweep (--preset full)
 #   bash benchmark.sh --preset cpu                   # the study's answer on 2 CPU cores (--dry-run: its estimated time)
 #   bash benchmark.sh --preset quick --out /tmp/q    # a smoke test, under 3 minutes on 2 CPU cores
-#   bash benchmark.sh --preset learn                 # every variant learns CartPole-v1 (10 seeds)
+#   bash benchmark.sh --preset learn                 # every variant learns CartPole-v1 and Acrobot-v1 (10 seeds)
 #   bash benchmark.sh --preset gpu-check             # first on a GPU: every variant, every check, one table
 #   bash benchmark.sh --preset gpu --part 1          # one GPU's headline sweep, part 1 (--dry-run lists the parts)
 #   bash benchmark.sh --preset full --variants jax_linen,torch --sizes s --dry-run
@@ -16,7 +16,7 @@
 #   bash benchmark.sh --preset full --devices 0,1,2,3  # four runs at once, one per GPU (CUDA_VISIBLE_DEVICES)
 #   bash benchmark.sh --preset full --slurm --jobs 16  # a SLURM array over the plan, 16 GPUs at once
 #
-# Each run is its own process writing one JSON record (schema 1) to OUT/EXPERIMENT/NAME.json, where
+# Each run is its own process writing one JSON record (schema 2) to OUT/EXPERIMENT/NAME.json, where
 # NAME = VARIANT__ENV__SIZE[__nNUM_ENVS]__seedSEED. Rerunning the same command resumes: runs whose
 # JSON exists, parses and was made with the settings the plan gives them today are skipped (one made
 # otherwise, --iterations 2 then 5, is named, run again and replaced), and the scripts write their JSON

@@ -85,7 +85,7 @@ class Args:
     sync_timing: bool = False
     """time rollout(+GAE) and update separately, blocking after each"""
     json_out: Optional[str] = None
-    """write the result record (JSON, schema 1) to this path"""
+    """write the result record (JSON, schema 2) to this path"""
     tensorboard: bool = True
     """write TensorBoard logs to runs/{run_name}"""
     quiet: bool = False
@@ -614,7 +614,7 @@ def cpu_info() -> dict:
     """The CPU model as Linux names it, the cores this process may use (timings of two models never mix), the
     OpenMP settings the process ran under (how torch's threads wait, which can change its CPU time twofold) and the
     allocator's (glibc's tunables, a preloaded malloc): whether freed memory goes back to the kernel, to be faulted
-    in again page by page, which slows every call that allocates much afresh (docs/results.md)."""
+    in again page by page, which slows every call that allocates much afresh (docs/findings.md)."""
     first = ""
     if os.path.exists("/proc/cpuinfo"):
         with open("/proc/cpuinfo") as f:

@@ -389,13 +389,13 @@ def estimate(runs: list, at_once: int, gpu: bool, source: bool = True) -> str:
 def openmp_override(frameworks: set) -> str:
     """A warning for the sweep's first lines when the environment overrides how the torch scripts' OpenMP threads
     wait (they set a short spin themselves, unless the environment already sets one; what GOMP_SPINCOUNT=0 did to
-    them: docs/results.md). The records keep the settings (cpu.openmp)."""
+    them: docs/findings.md). The records keep the settings (cpu.openmp)."""
     found = [f"{name}={os.environ[name]}" for name in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY") if name in os.environ]
     if "torch" not in frameworks or not found:
         return ""
     return (
         f"  warning: {' '.join(found)} in the environment overrides the torch scripts' own OpenMP setting, which changes"
-        " their speed (docs/results.md); unset it unless that is what you measure"
+        " their speed (docs/findings.md); unset it unless that is what you measure"
     )
 
 

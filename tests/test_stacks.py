@@ -12,10 +12,9 @@ import pytest
 from conftest import QUIET, ROOT, SHORT_ARGS, TORCH_VARIANTS, load, needs
 
 sys.path.insert(0, str(ROOT))
+import plan  # noqa: E402
 from report import timing  # noqa: E402
 from report.records import load_runs  # noqa: E402
-
-import plan  # noqa: E402
 from variants import discover, setting_name  # noqa: E402
 
 STACK_ENVS = ["CartPole-v1", "Acrobot-v1"]
