@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from conftest import QUIET, ROOT, SHORT_ARGS, TORCH_VARIANTS, load, needs
+from conftest import QUIET, ROOT, SHORT_ARGS, TORCH_VARIANTS, load, needs, read_json
 
 sys.path.insert(0, str(ROOT))
 import plan  # noqa: E402
@@ -22,13 +22,15 @@ STACK_ENVS = ["CartPole-v1", "Acrobot-v1"]
 
 @pytest.mark.parametrize("backend", ["torch", "gymnasium"])
 @pytest.mark.parametrize("variant", TORCH_VARIANTS)
-def test_a_torch_script_on_its_own_envs_does_the_gymnax_runs_work(variant, backend, tmp_path, monkeypatch):
-    """The same env steps, gradient steps and network as on gymnax, episodes counted, nothing compiled after
-    iteration 0, and a record that names where its environments ran."""
+def test_a_torch_script_on_its_own_envs_does_the_gymnax_runs_work(variant, backend, smoke, tmp_path, monkeypatch):
+    """The same env steps, gradient steps and network as the smoke run on gymnax (the same flags), episodes counted,
+    nothing compiled after iteration 0, and a record that names where its environments ran."""
     monkeypatch.chdir(tmp_path)
     module = load(variant)
-    on_gymnax = module.train(module.Args(**SHORT_ARGS, **QUIET))
-    record = module.train(module.Args(**SHORT_ARGS, **QUIET, env_backend=backend))
+    proc, _, path = smoke(variant)
+    assert proc.returncode == 0, proc.stderr
+    on_gymnax = read_json(path)
+    record = module.train(module.Args(**SHORT_ARGS, **QUIET, hidden="32,16", seed=3, env_backend=backend))
     assert (record["env_backend"], on_gymnax["env_backend"]) == (backend, "gymnax")
     for key in ("env_steps", "grad_steps", "param_count"):
         assert record[key] == on_gymnax[key], key
