@@ -109,6 +109,8 @@ PRESETS = {
     # one seed alone of every variant but linen_nojit. No scaling: its large num-envs cost more than the rest together
     # here. Craftax-Classic, the expensive environment, at s in overall only, 16 iterations (long ones, the env most of
     # each): a steady time over 15, and 131,072 steps, enough for the return to rise (studies/expensive_env.py).
+    # Stacks: CartPole-v1 and Acrobot-v1 at s and m, each torch script on torch_envs.py and Gymnasium beside it on
+    # gymnax, Linen stepped from a Python loop beside it scanned, 11 iterations (FULL's stacks_iterations).
     "cpu": {
         "envs": [*STUDY_ENVS, CRAFTAX],
         "repeats": 3,

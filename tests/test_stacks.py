@@ -211,5 +211,9 @@ def test_the_readme_and_the_findings_quote_the_stacks_report():
     assert len(pooled) == 2 * 7 * 2
     for key, row in pooled.items():
         assert quoted(row) in findings, key
-    for variant in ("torch_compile+torchenv", "torch_compile"):
-        assert quoted(pooled["steady", variant, "s"]).replace(" [", "x [") in readme, variant
+    readme_quotes = [pooled["steady", v, size] for v, size in [("torch_compile+torchenv", "s"), ("torch_compile", "s")]]
+    readme_quotes += [pooled["steady", "torch_compile+torchenv", "m"], pooled["steady", "torch+torchenv", "s"]]
+    cells = {(r["variant"], r["env"], r["size"]): r for r in summary["steady"] if r["env"]}
+    readme_quotes += [cells["torch_compile+gymnasium", env, "s"] for env in ("CartPole-v1", "Acrobot-v1")]
+    for row in readme_quotes:
+        assert quoted(row).replace(" [", "x [") in readme, (row["variant"], row["env"], row["size"])
