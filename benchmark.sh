@@ -69,6 +69,9 @@ Options:
   --experiments LIST   from overall,sync,compile,scaling,seeds,stacks,learn
   --timeout SECONDS    per-run time limit (default: the preset's)
   --retry-failed       rerun runs whose record is a failure record (default: keep it, skip the run)
+  --keep-stale         keep the records made with other settings than the plan gives their runs: a sweep (or
+                       --task) that finds one refuses before running anything, naming the first and how many
+                       (default: name them, run them again and replace them)
   --dry-run            print the plan and what is already done; run nothing
   --part I             run part I of the preset's plan alone (gpu: 1..14): the plan cut, in its order, into parts
                        of whole blocks and about as many runs, to run in sittings; --dry-run without it lists them
@@ -387,16 +390,23 @@ start_slot() {
   SLOT_PID[s]=$! SLOT_RUN[s]=$i SLOT_DEV[s]=$dev
 }
 
+# costs_measured: OUT/env_cost.json can be read as env_cost.py reads it (bench/load_script.py's earlier_result): a file
+# missing, or one that cannot be read as a JSON object, is measured again, as the sweep does.
+costs_measured() {
+  "$PYTHON" -c 'import sys; sys.path.insert(0, sys.argv[1]); from load_script import earlier_result
+sys.exit(not earlier_result(sys.argv[2]))' "$ROOT/bench" "$OUT/env_cost.json" 2>/dev/null  # env_cost.py warns
+}
+
 # run_task: --task, one run of a plan that other processes (SLURM's array, a loop) run the rest of, in the same OUT.
-# The first task to find no env_cost.json measures it (if the plan times anything); tasks that find it, or find
-# another task measuring, go on.
+# The first task to find no readable env_cost.json measures it (if the plan times anything); tasks that find it, or
+# find another task measuring, go on.
 run_task() {
   local i=$((TASK - 1)) fd rc=0
   lock_out -s
   trap on_signal INT TERM HUP
-  if ((${#COST_ENVS[@]})) && [[ ! -e $OUT/env_cost.json ]]; then
+  if ((${#COST_ENVS[@]})) && ! costs_measured; then
     exec {fd}>>"$OUT/logs/env_cost.lock"
-    if flock -n "$fd" && [[ ! -e $OUT/env_cost.json ]]; then measure_env_costs; fi
+    if flock -n "$fd" && ! costs_measured; then measure_env_costs; fi
     exec {fd}>&-
   fi
   echo "benchback task $TASK/${#RUNS[@]}: $(name_of "$i") (preset $PRESET, out $OUT, limit ${TIMEOUT}s, host $(hostname))"

@@ -51,7 +51,7 @@ def parse(argv: list) -> SimpleNamespace:
     """benchmark.sh's arguments (--help is its own), unchecked; `forward`: those that choose the plan, for --slurm's
     tasks (not --out, which they are given absolute)."""
     given = {**dict.fromkeys((option[2:] for option in VALUE_OPTIONS + MODE_OPTIONS), ""), "preset": "full"}
-    a = SimpleNamespace(**given, list=False, slurm=False, dry_run=False, retry_failed=False, forward=[])
+    a = SimpleNamespace(**given, list=False, slurm=False, dry_run=False, retry_failed=False, keep_stale=False, forward=[])
     args = list(argv)
     while args:
         arg = args.pop(0)
@@ -63,9 +63,9 @@ def parse(argv: list) -> SimpleNamespace:
             setattr(a, arg[2:], args.pop(0))
             if arg in VALUE_OPTIONS and arg != "--out":
                 a.forward += [arg, getattr(a, arg[2:])]
-        elif arg in ("--list", "--slurm", "--dry-run", "--retry-failed"):
+        elif arg in ("--list", "--slurm", "--dry-run", "--retry-failed", "--keep-stale"):
             setattr(a, arg[2:].replace("-", "_"), True)
-            if arg == "--retry-failed":
+            if arg in ("--retry-failed", "--keep-stale"):
                 a.forward.append(arg)
         else:
             raise Refused(f"unknown argument '{arg}' (see --help)")
@@ -399,6 +399,17 @@ def openmp_override(frameworks: set) -> str:
     )
 
 
+def kept_stale(stale: list) -> str:
+    """--keep-stale's refusal of records made with other settings than the plan gives their runs, [(name, why)]: how
+    many, and the first."""
+    (name, why), n = stale[0], len(stale)
+    records, runs, them = ("records", "their runs", "them") if n > 1 else ("record", "its run", "it")
+    return (
+        f"--keep-stale: {n} {records} made with other settings than this plan gives {runs} (the first, {name}: {why});"
+        f" nothing run: give another --out, or drop --keep-stale to run {them} again"
+    )
+
+
 def plan_command(argv: list) -> int:
     """What benchmark.sh needs, as bash assignments: the options, the plan's settings and RUNS, one tab-separated
     "NAME SCRIPT ENV HIDDEN SEED EXPERIMENT SIZE ITERATIONS FLAGS" per run in the order they run (no field but
@@ -411,6 +422,12 @@ def plan_command(argv: list) -> int:
         return 2
     a, p, runs, out = plan.args, plan.p, plan.runs, plan.out
     jobs = plan.jobs or 1
+    if a.task and a.keep_stale:  # its record was made otherwise, and is to be kept: the task would replace it
+        run = runs[int(a.task) - 1]
+        status, why = read_status(os.path.join(out, f"{run[0]}.json"), run)
+        if status == "stale":
+            print(f"benchmark.sh: {kept_stale([(run[0], why)])}", file=sys.stderr)
+            return 2
     # What env_cost.py times: the environments of the timed experiments (plot.py's x-axis).
     cost_envs = {e for exp in TIMED if exp in p["experiments"] for e in p["envs"] if permits(p["restrict"], exp, "envs", e)}
     script = {v.name: v.script for v in plan.variants}
@@ -449,6 +466,9 @@ def plan_command(argv: list) -> int:
         status = {i: s for i, (s, _) in found.items()}
         done = {i: s == "ok" or s == "failed" and not a.retry_failed for i, s in status.items()}
         stale = [i for i in chosen if status[i] == "stale"]  # made with other settings: never counted done
+        if stale and a.keep_stale and not a.dry_run:  # refused before any work, not part way through the sweep
+            print(f"benchmark.sh: {kept_stale([(runs[i][0], found[i][1]) for i in stale])}", file=sys.stderr)
+            return 2
         todo = [i for i in chosen if not done[i]]
         where = ""
         if values["PARALLEL"]:
@@ -463,9 +483,10 @@ def plan_command(argv: list) -> int:
         ]
         if stale:
             first = stale[0]
+            fate = "kept: --keep-stale refuses the sweep while they are here" if a.keep_stale else "run again and replaced"
             intro.append(
-                f"  {len(stale)} records were made with other settings than this plan gives their runs: run again and"
-                f" replaced (the first, {runs[first][0]}: {found[first][1]})"
+                f"  {len(stale)} records were made with other settings than this plan gives their runs: {fate}"
+                f" (the first, {runs[first][0]}: {found[first][1]})"
             )
         if p["for_gpu"] and not plan.on_gpu:  # a preset for a GPU, on a machine without one: what it costs here too
             intro.append(f"  here, without a GPU: {estimate([runs[i] for i in todo], jobs, False)}")

@@ -2,7 +2,8 @@
 the 12 gymnax environments, an expensive environment, a GPU), each column computed from the records of the sweeps
 that measured it, as plot.py computes its answer (report.timing: a ratio per block, the geometric mean over the blocks,
 its bootstrap interval), so that every cell is the number the source's own summary.md gives. Writes answer.md (the
-table README.md shows, and where each column comes from) and answer.png.
+table README.md shows, and where each column comes from) and answer.png, made apart and moved in once all are made (the
+page's copy too); what it cannot read, every file and folder of it, is an error (exit 2, nothing written).
 
     python -m report.front --readme README.md                # results/KIND/SET/records -> results/answer, and README's copy
     python -m report.front --records DIR --out DIR             # DIR/KIND/SET/records
@@ -11,19 +12,21 @@ table README.md shows, and where each column comes from) and answer.png.
 import argparse
 import os
 import re
+import shutil
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
-from report.records import DECLARED, VARIANTS, load_runs, machine, ordered
+from report.records import DECLARED, VARIANTS, Unreadable, load_runs, machine, ordered
 from report.tables import table
 from report.timing import REFERENCE, compare, memory, suite
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-from load_script import check_out, write_atomic  # noqa: E402
+from load_script import check_out  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 GPU_ONLY = {v.name for v in DECLARED if v.gpu_only}
@@ -221,12 +224,38 @@ def with_copy(page: str, made: str) -> str:
 
 
 def load(records: Path) -> dict:
-    """{source: its runs} for every source a column names."""
+    """{source: its runs} for every source a column names. Raises Unreadable naming every file and folder of every
+    source that could not be read, not the first source's alone."""
     names = sorted({name for column in COLUMNS for name in column.sources})
     missing = [name for name in names if not (records / name / "records").is_dir()]
     if missing:
         raise FrontError(f"no records directory {records / missing[0] / 'records'} (every column's source must be there)")
-    return {name: load_runs(records / name / "records")[0] for name in names}
+    sources, unreadable = {}, []
+    for name in names:
+        try:
+            sources[name] = load_runs(records / name / "records")[0]
+        except Unreadable as e:  # the other sources are read still, so that one refusal names all there is to mend
+            unreadable.append(str(e))
+    if unreadable:
+        raise Unreadable("; ".join(unreadable))
+    return sources
+
+
+def read(records: Path, readme: Optional[Path]) -> tuple:
+    """({source: its runs}, the page's text, None without one), or FrontError naming all that could not be read."""
+    problems, sources, page = [], {}, None
+    try:
+        sources = load(records)
+    except Unreadable as e:
+        problems.append(str(e))
+    if readme is not None:
+        try:
+            page = readme.read_text()
+        except OSError as e:
+            problems.append(f"cannot read --readme {readme} ({e.strerror})")
+    if problems:
+        raise FrontError("; ".join(problems))
+    return sources, page
 
 
 def base(results: Path, page_folder: Path) -> str:
@@ -244,22 +273,45 @@ def main(argv=None) -> int:
     if args.readme is not None:  # before the work: a page that cannot be written would leave answer.md made alone
         check_out(args.readme, "--readme")
     try:
-        result = answer(load(args.records))
+        sources, page = read(args.records, args.readme)
+        result = answer(sources)
         made = markdown(result, base(args.records, args.out))
-        copy = markdown(result, base(args.records, args.readme.parent)) if args.readme else None
-        page = with_copy(args.readme.read_text(), copy) if args.readme else None
+        if page is not None:
+            page = with_copy(page, markdown(result, base(args.records, args.readme.parent)))
     except (FrontError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    from report.figures import front  # matplotlib only here: the statistics import without it
-
-    args.out.mkdir(parents=True, exist_ok=True)
-    write_atomic(args.out / "answer.md", made)
-    front(result, args.out)
-    if page is not None:
-        write_atomic(args.readme, page)
+    publish(result, made, args.out, args.readme, page)
     print(f"wrote {args.out / 'answer.md'} and answer.png" + (f", and its copy in {args.readme}" if args.readme else ""))
     return 0
+
+
+def publish(result: dict, made: str, out: Path, readme: Optional[Path], page: Optional[str]) -> None:
+    """answer.md and answer.png made in a temporary folder in `out`, and the page's new text beside it, then all moved
+    in, only once all are made: a failure or a Ctrl-C on the way leaves the previous ones whole, and no folder it made."""
+    from report.figures import front  # matplotlib only here: the statistics import without it
+
+    absent = [p for p in (*reversed(out.absolute().parents), out.absolute()) if not p.exists()]  # the folders it makes
+    out.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=".tmp-front-", dir=out))
+    staged_page = readme.parent / f".tmp-{os.getpid()}-{readme.name}" if page is not None else None
+    try:
+        (stage / "answer.md").write_text(made)
+        front(result, stage)
+        if staged_page is not None:
+            staged_page.write_text(page)
+        for name in ("answer.md", "answer.png"):
+            os.replace(stage / name, out / name)
+        if staged_page is not None:
+            os.replace(staged_page, readme)
+    except BaseException:
+        if staged_page is not None:
+            staged_page.unlink(missing_ok=True)
+        if absent:
+            shutil.rmtree(absent[0], ignore_errors=True)
+        raise
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 if __name__ == "__main__":

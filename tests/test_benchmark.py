@@ -793,6 +793,51 @@ def test_a_record_made_with_other_settings_is_run_again_never_counted_done(tmp_p
     assert summary(same.stdout) == (0, 2, 0)
 
 
+def tree(directory: Path) -> dict:
+    """{path: (content, mtime)} of every file under directory, and every folder: what a refusal must leave as it was."""
+    return {str(p): (p.read_bytes(), p.stat().st_mtime_ns) if p.is_file() else None for p in directory.rglob("*")}
+
+
+def test_keep_stale_refuses_to_replace_a_record_made_with_other_settings(tmp_path):
+    """--keep-stale: a sweep that would replace records made with other settings is refused in one line naming the
+    first, why and how many, before it writes or measures anything; a --task of such a run too; --dry-run lists them;
+    a sweep with no such record runs as before; --slurm's tasks are given the option."""
+    out, (python, measures) = tmp_path / "out", stub_python(tmp_path)
+    flags = ["--preset", "quick", "--experiments", "overall", "--variants", "jax_linen,torch", "--out", str(out)]
+    assert sweep(*flags, "--iterations", "2", env={"PYTHON": python}).returncode == 0
+    before, measured = tree(out), measures.read_text()
+    first = "overall/jax_linen__CartPole-v1__s__seed1"
+    for more, n in (([], "2 records"), (["--task", "1"], "1 record")):
+        refused = sweep(*flags, "--iterations", "5", "--keep-stale", *more, env={"PYTHON": python})
+        assert refused.returncode == 2 and refused.stdout == "", refused.stdout
+        (line,) = refused.stderr.splitlines()
+        assert line.startswith(f"benchmark.sh: --keep-stale: {n} made with other settings than this plan gives"), line
+        assert f"(the first, {first}: --total-timesteps: 512, the plan 1280)" in line
+    assert tree(out) == before and measures.read_text() == measured
+    planned = sweep(*flags, "--iterations", "5", "--keep-stale", "--dry-run", env={"PYTHON": python})
+    assert planned.returncode == 0 and f"stale  {first}" in planned.stdout
+    assert "kept: --keep-stale refuses the sweep while they are here" in planned.stdout
+    same = sweep(*flags, "--iterations", "2", "--keep-stale", env={"PYTHON": python})
+    assert same.returncode == 0 and summary(same.stdout) == (0, 2, 0)
+    assert "--keep-stale" in load_plan([*flags, "--keep-stale", "--slurm"]).args.forward
+
+
+def test_a_task_measures_an_env_cost_file_it_cannot_read_again(tmp_path):
+    """The first --task to find OUT/env_cost.json cut short, or not a JSON object, measures the costs, as a sweep
+    does; one that finds it readable goes on."""
+    out, (python, measures) = tmp_path / "out", stub_python(tmp_path)
+    flags = ["--preset", "quick", "--experiments", "overall", "--variants", "jax_linen", "--out", str(out), "--task", "1"]
+    out.mkdir()
+    for k, text in enumerate(['{"num_envs": 32, "en', "[1, 2]"], 1):
+        (out / "env_cost.json").write_text(text)
+        assert sweep(*flags, env={"PYTHON": python}).returncode == 0
+        calls = measures.read_text().splitlines()
+        assert len(calls) == k and calls[-1].split()[0].endswith("env_cost.py"), calls
+    (out / "env_cost.json").write_text(json.dumps({"num_envs": 32, "steps_per_call": 500, "envs": {"CartPole-v1": {}}}))
+    assert sweep(*flags, env={"PYTHON": python}).returncode == 0
+    assert len(measures.read_text().splitlines()) == 2
+
+
 def test_a_finished_sweep_rerun_measures_nothing_again(tmp_path):
     """The env costs and the hand-over floor belong to the runs they were measured with: a rerun with nothing left to
     run does not measure (nor overwrite) them."""

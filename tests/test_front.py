@@ -4,6 +4,7 @@ first source that gives it an interval; and on the committed records, README.md'
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -96,6 +97,60 @@ def test_a_column_whose_source_mixes_machines_is_refused(tmp_path, columns, spli
         sweep(tmp_path / name, {"jax_linen": 0.1})
     with pytest.raises(front.FrontError, match="torch-sweep: .* 2 machines"):
         front.answer(front.load(tmp_path))
+
+
+def test_every_source_and_page_it_cannot_read_is_named_in_one_refusal(tmp_path, columns, monkeypatch, capsys):
+    """A folder of one source, a file of another, a third's folder and the page: all named in the one line, not the
+    first alone, and nothing written."""
+    from test_guards import unlistable  # os.scandir failing on a folder, as without read permission
+
+    make(tmp_path)
+    (tmp_path / "nojit-sweep" / "records" / "cut.json").symlink_to(tmp_path / "gone.json")  # a file that cannot be read
+    folders = [tmp_path / name / "records" / "overall" for name in ("torch-sweep", "gpu-sweep")]
+    for folder in folders:
+        unlistable(monkeypatch, folder)
+    page = tmp_path / "page.md"
+    page.write_text("<!-- answer.md -->\n\n<!-- end of answer.md -->\n")
+    read_text = Path.read_text
+    monkeypatch.setattr(Path, "read_text", lambda path, *a, **k: denied(path) if path == page else read_text(path, *a, **k))
+    out = tmp_path / "answer"
+    assert front.main(["--records", str(tmp_path), "--out", str(out), "--readme", str(page)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("error: cannot read ")
+    for unread in (*folders, tmp_path / "nojit-sweep" / "records" / "cut.json"):
+        assert str(unread) in line
+    assert f"cannot read --readme {page} (Permission denied)" in line
+    assert not out.exists() and read_text(page) == "<!-- answer.md -->\n\n<!-- end of answer.md -->\n"
+
+
+def denied(path):
+    raise PermissionError(13, "Permission denied", str(path))
+
+
+def test_a_failure_part_way_leaves_the_previous_answer_and_page_whole(tmp_path, columns, monkeypatch):
+    """answer.md, answer.png and the page's copy are made apart and moved in once all are made: a Ctrl-C (or a crash)
+    while the figure is drawn leaves the previous three as they were, nothing half made, no temporary file, and no
+    output folder where there was none."""
+    from report import figures
+
+    make(tmp_path)
+    out, page = tmp_path / "answer", tmp_path / "README.md"
+    out.mkdir()
+    previous = {out / "answer.md": b"previous table\n", out / "answer.png": b"previous figure"}
+    previous[page] = b"<!-- answer.md -->\n\nprevious copy\n<!-- end of answer.md -->\n"
+    for path, content in previous.items():
+        path.write_bytes(content)
+
+    def fails(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(figures, "front", fails)
+    for where in (out, tmp_path / "new" / "answer"):
+        with pytest.raises(KeyboardInterrupt):
+            front.main(["--records", str(tmp_path), "--out", str(where), "--readme", str(page)])
+    assert {path: path.read_bytes() for path in previous} == previous
+    assert sorted(p.name for p in out.iterdir()) == ["answer.md", "answer.png"]
+    assert not list(tmp_path.glob(".tmp-*")) and not (tmp_path / "new").exists()
 
 
 def front_command(*flags, cwd=ROOT):
