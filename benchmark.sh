@@ -44,11 +44,14 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PYTHON=${PYTHON:-python3}
 # bench/plan.py checks the arguments, holds the presets and makes the plan; this file runs it.
 PLAN=$ROOT/bench/plan.py
-# Every run compiles from cold, as JAX does by default (its persistent compilation cache is off):
-# torch.compile would otherwise reuse kernels cached on disk by earlier runs, and its iteration 0
-# would measure the cache, not the compiler. Triton keeps the GPU kernels it compiles in a cache of
-# its own (~/.triton/cache) that this does not turn off: each run gets its own empty Triton and
-# Inductor cache directories as well, removed when it ends (run_one).
+# Compiler caches. A run of the compile or learn experiment (or any, with --caches cold) compiles from
+# cold, as JAX does by default (its persistent compilation cache is off): torch.compile would otherwise
+# reuse kernels cached on disk by earlier runs, and its iteration 0 would measure the cache, not the
+# compiler. Triton keeps the GPU kernels it compiles in a cache of its own (~/.triton/cache) that this
+# does not turn off: each such run gets its own empty Triton and Inductor cache directories as well,
+# removed when it ends (run_one). The runs of the other experiments time steady iterations, which
+# compiling does not touch: they share one set of caches in OUT/.caches (WARM_ENV, from bench/plan.py),
+# so that only a cell's first run compiles and the rest load its programs (docs/method.md).
 export TORCH_COMPILE_FORCE_DISABLE_CACHES=1
 
 usage() {
@@ -69,6 +72,8 @@ Options:
   --experiments LIST   from overall,sync,compile,scaling,seeds,stacks,learn
   --timeout SECONDS    per-run time limit (default: the preset's)
   --retry-failed       rerun runs whose record is a failure record (default: keep it, skip the run)
+  --caches warm|cold   warm (default): the runs that time steady iterations share compiler caches in OUT/.caches,
+                       and only the compile and learn experiments compile from cold; cold: every run does
   --keep-stale         keep the records made with other settings than the plan gives their runs: a sweep (or
                        --task) that finds one refuses before running anything, naming the first and how many
                        (default: name them, run them again and replace them)
@@ -220,10 +225,11 @@ run_one() {
   # In the background so that a signal to this script is handled at once (see on_signal), not
   # after the run. --foreground keeps the run in our process group, so killing the group (a
   # crash, a CI job cancelled) kills the run too rather than leaving it behind; the run is
-  # killed 30 s after its limit if it ignores the TERM. Its compiler caches are its own, and empty (see
-  # TORCH_COMPILE_FORCE_DISABLE_CACHES above).
-  TORCHINDUCTOR_CACHE_DIR=$RUN_CACHE/inductor TRITON_CACHE_DIR=$RUN_CACHE/triton \
-    timeout --foreground --kill-after=30 "$TIMEOUT" "${cmd[@]}" >"$log.stdout" 2>"$log.stderr" &
+  # killed 30 s after its limit if it ignores the TERM. Its compiler caches are its own, and empty, or the
+  # sweep's (see "Compiler caches" above).
+  local caches=(TORCHINDUCTOR_CACHE_DIR="$RUN_CACHE/inductor" TRITON_CACHE_DIR="$RUN_CACHE/triton")
+  [[ " ${WARM_EXPERIMENTS[*]} " != *" $R_EXP "* ]] || caches=(-u TORCH_COMPILE_FORCE_DISABLE_CACHES "${WARM_ENV[@]}")
+  env "${caches[@]}" timeout --foreground --kill-after=30 "$TIMEOUT" "${cmd[@]}" >"$log.stdout" 2>"$log.stderr" &
   wait $! || rc=$?
   drop_cache
   duration=$(($(now_s) - start))

@@ -743,6 +743,22 @@ COMPILES = []  # one entry per XLA compilation in this process, from jax.monitor
 jax.monitoring.register_event_duration_secs_listener(
     lambda event, duration, **_: COMPILES.append(event) if event == "/jax/core/compile/backend_compile_duration" else None
 )
+# The persistent compilation cache's answers, where benchmark.sh turns it on (docs/method.md, "Compiler caches"). A hit
+# loads the program instead of compiling it (jax/_src/compiler.py, compile_or_get_cached: the hit is recorded and no
+# backend compile follows), so a hit counts as a compilation too: a program traced again after iteration 0 is found
+# either way. A miss is recorded as its compiled program is written (compilation_cache.py, put_executable_and_time).
+JAX_CACHE = {"hits": 0, "misses": 0}
+
+
+def count_cache_event(event: str, **_) -> None:
+    for answer in ("hits", "misses"):
+        if event == f"/jax/compilation_cache/cache_{answer}":
+            JAX_CACHE[answer] += 1
+            if answer == "hits":
+                COMPILES.append(event)
+
+
+jax.monitoring.register_event_listener(count_cache_event)
 # own: and one per dynamo compilation, a frame (re)compiled, a lazy backward compiled or a CUDA graph recorded
 torch._dynamo.callback_handler.register_start_callback(lambda _: COMPILES.append("dynamo"))  # own
 
@@ -826,6 +842,7 @@ class Log:
             "update_durations": [phases[1] for phases in self.phases] if args.sync_timing else None,
             "total_duration": time.perf_counter() - self.start,
             "compiles_after_first_iteration": len(COMPILES) - self.compiles_after_first,
+            "caches": compiler_caches(),
             "episodic_return": [s / n if n else None for s, n in self.finished],
             "final_return": sum(s for s, _ in last) / finished if finished else None,
             "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -856,6 +873,21 @@ def cpu_info() -> dict:
     openmp = {name: os.environ.get(name) for name in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
     allocator = {name: os.environ.get(name) for name in ("GLIBC_TUNABLES", "LD_PRELOAD")}
     return {"model": model, "cores": cores, "openmp": openmp, "allocator": allocator}
+
+
+def compiler_caches() -> dict:
+    """Whether this process read and wrote persistent compiler caches, and what it found there. A hit loads the very
+    program a miss compiled and wrote: JAX's executable (jax/_src/compilation_cache.py: get_executable_and_time
+    deserializes what put_executable_and_time serialized); Inductor's generated code for the same graph, inputs,
+    config and versions (torch/_inductor/codecache.py: FxGraphCache's key hashes them, _lookup_graph loads the module it
+    wrote), whose counters these are. Dynamo traces every run anew."""
+    inductor = torch._dynamo.utils.counters["inductor"]
+    persistent = jax.config.jax_compilation_cache_dir is not None and not torch.compiler.config.force_disable_caches
+    return {
+        "persistent": persistent,
+        "jax": dict(JAX_CACHE),
+        "inductor": {"hits": inductor["fxgraph_cache_hit"], "misses": inductor["fxgraph_cache_miss"]},
+    }
 
 
 def run_quietly(*command: str) -> Optional[str]:

@@ -50,6 +50,27 @@ def out_problem(path, directory: bool = False) -> str:
     return ""
 
 
+def warm_compiler_caches(directory: str) -> dict:
+    """The environment of a run that reads and writes the compiler caches under `directory`, shared by every run given
+    the same: JAX's persistent compilation cache, every program in it however quickly it compiled (by default JAX keeps
+    only those that took a second: jax/_src/config.py, jax_persistent_cache_min_compile_time_secs) with XLA's own
+    caches beside it (a GPU's kernels and autotuning: jax/_src/compiler.py, get_compile_options), and Inductor's FX-graph and
+    AOT-autograd caches with Triton's kernels (on by default in torch, unless TORCH_COMPILE_FORCE_DISABLE_CACHES)."""
+    return {
+        "JAX_COMPILATION_CACHE_DIR": os.path.join(directory, "jax"),
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",
+        "JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES": "all",
+        "TORCHINDUCTOR_FX_GRAPH_CACHE": "1",
+        "TORCHINDUCTOR_AUTOGRAD_CACHE": "1",
+        "TORCHINDUCTOR_CACHE_DIR": os.path.join(directory, "inductor"),
+        "TRITON_CACHE_DIR": os.path.join(directory, "triton"),
+    }
+
+
+COMPILER_CACHE_VARIABLES = {*warm_compiler_caches(""), "TORCH_COMPILE_FORCE_DISABLE_CACHES"}
+
+
 def fresh_compiler_caches(directory: str) -> dict:
     """The environment benchmark.sh gives each run for torch.compile: inductor's caches off, and inductor's and
     Triton's cache directories new, under `directory` (Triton keeps compiled kernels that the flag leaves on)."""

@@ -23,8 +23,8 @@ import sys
 from types import SimpleNamespace
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from load_script import out_problem  # noqa: E402
-from presets import EXPERIMENTS, FULL, HIDDEN, PRESETS, STACK_ENVS, TIMED, AllBut  # noqa: E402
+from load_script import out_problem, warm_compiler_caches  # noqa: E402
+from presets import COLD, EXPERIMENTS, FULL, HIDDEN, PRESETS, STACK_ENVS, TIMED, AllBut  # noqa: E402
 from run_records import other_machine, read_status, record_status, write_failure  # noqa: E402
 from variants import ROOT, VariantError, discover, modules, scripts  # noqa: E402
 
@@ -43,6 +43,7 @@ VALUE_OPTIONS = [
     "--iterations",
     "--experiments",
     "--timeout",
+    "--caches",
 ]
 MODE_OPTIONS = ["--task", "--jobs", "--devices", "--part"]  # whose value may be neither empty nor an option
 
@@ -140,6 +141,9 @@ def settings(a, names: list, stacks: list = ()) -> dict:
         p["iterations_of"] = {v: min(cap, n) for v, cap in p["iterations_of"].items()}
     if a.timeout:
         p["timeout"] = positive(a.timeout, "--timeout must be a positive integer (seconds)")
+    if a.caches and a.caches not in ("warm", "cold"):
+        raise Refused(f"--caches must be warm or cold; got '{a.caches}'")
+    p["caches"] = a.caches or "warm"
     return p
 
 
@@ -455,6 +459,9 @@ def plan_command(argv: list) -> int:
         "COST_ENVS": sorted(cost_envs),
         "HANDOVER_ENVS": sorted(handover_envs),
         "NUM_STEPS": p["iteration"]["num_steps"],
+        # the runs of these experiments share the compiler caches under OUT/.caches, with this environment
+        "WARM_EXPERIMENTS": [] if p["caches"] == "cold" else [e for e in p["experiments"] if e not in COLD],
+        "WARM_ENV": [f"{k}={v}" for k, v in warm_compiler_caches(os.path.join(out, ".caches")).items()],
         "RUNS": ["\t".join(map(str, run)) for run in runs],
         "LISTING": "".join(f"{i} {run[0]}\n" for i, run in enumerate(runs, 1)) if a.list else "",
     }

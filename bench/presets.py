@@ -27,6 +27,11 @@ CRAFTAX = "Craftax-Classic-Symbolic-v1"
 HOST_WAITS_ON_GPU = {"Asterix-MinAtar": "its step's lax.while_loop makes the GPU wait for the host on every trip"}
 EXPERIMENTS = ["overall", "sync", "compile", "scaling", "seeds", "stacks", "learn"]
 TIMED = ["overall", "sync", "compile"]  # the experiments whose x-axis is env_cost.py's
+# The experiments whose runs compile from cold, each with empty compiler caches of its own: compile, the one source of
+# iteration-0 and compile-time figures, and learn, whose time to learn includes compiling. The others time steady
+# iterations, and their runs share the sweep's compiler caches (OUT/.caches): a cell's first run fills them, the
+# runs after it load what it compiled (docs/method.md, "Compiler caches"). benchmark.sh --caches cold: every run cold.
+COLD = {"compile", "learn"}
 
 
 BOTH = ["CartPole-v1", "Breakout-MinAtar"]  # the cells beyond size s: a cheap env and a dear one

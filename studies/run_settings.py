@@ -14,9 +14,13 @@ Settings that every framework would get alike, each against the scripts' own (no
   counterpart, so that every framework's operations run on one thread each.
 - one_core: the process may use only the first of the cores it was given (its CPU affinity, as `taskset -c` sets it):
   every thread of every framework shares one core.
+- warm_caches: the compiler caches a sweep's steady runs share (bench/load_script.warm_compiler_caches): JAX's
+  persistent compilation cache and Inductor's, filled before the first block by one untimed run of each variant, so
+  that every timed run loads its programs instead of compiling them. Does a program loaded from the cache run as fast
+  as one compiled afresh? Each run's wall time (the process, start-up included) is kept too: what the caches save.
 
 Each block runs each variant under each setting, the order rotated from block to block, each run a process of its own
-with empty compiler caches of its own (as benchmark.sh gives them). Per block, a setting's ratio of the steady
+with empty compiler caches of its own (as benchmark.sh gives its compile experiment), but for warm_caches. Per block, a setting's ratio of the steady
 iteration (median of iterations 1 to the end) over the scripts' own; with jax_linen among the variants, also each
 other variant's multiple of Linen's iteration under the setting over that multiple under the scripts' own (does the
 setting move the answer table's ratio?). Over the blocks the geometric mean with a 95% bootstrap interval
@@ -28,6 +32,8 @@ are counted too: memory the kernel maps afresh shows there.
         --env-id CartPole-v1 --out results/studies/glibc/parts-s.json
     python studies/run_settings.py --settings one_core --variants jax_linen,jax_nnx,jax_equinox,torch \
         --env-id Breakout-MinAtar --iterations 11 --blocks 5 --out results/studies/cores-threads/one-core-breakout-s.json
+    python studies/run_settings.py --settings warm_caches --variants jax_linen,jax_nnx,jax_equinox,torch,torch_compile \
+        --env-id CartPole-v1 --blocks 3 --out results/studies/warm-caches/cartpole-s.json
 """
 
 import argparse
@@ -40,12 +46,19 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path[:0] = [ROOT, os.path.join(ROOT, "bench")]
-from load_script import check_out, fresh_compiler_caches, write_atomic  # noqa: E402
+from load_script import (  # noqa: E402
+    COMPILER_CACHE_VARIABLES,
+    check_out,
+    fresh_compiler_caches,
+    warm_compiler_caches,
+    write_atomic,
+)
 from presets import HIDDEN  # noqa: E402
 from report.timing import REFERENCE, interval  # noqa: E402
 from run_records import KEEP_FREED, KEEP_MEMORY, ONE_ARENA, XLA_ONE_THREAD, cpu_model  # noqa: E402
@@ -61,32 +74,48 @@ SETTINGS = {
     "xla_one_thread": {"XLA_FLAGS": XLA_ONE_THREAD},
     "one_thread": {"XLA_FLAGS": XLA_ONE_THREAD, "OMP_NUM_THREADS": "1"},
     "one_core": {},
+    "warm_caches": {},  # the caches' variables: warm_compiler_caches, in the study's folder
 }
+WARM = "warm_caches"
 CORES = {"one_core": 1}  # settings that narrow a run's CPU affinity to this many of the cores it was given
 GLIBC_ONLY = {name for name, variables in SETTINGS.items() if "GLIBC_TUNABLES" in variables}
 SETTING_VARIABLES = {name for variables in SETTINGS.values() for name in variables}
 STEPS_PER_ITERATION = 32 * 256  # the scripts' default num_envs x num_steps
 
 
-def run(variant: str, setting: str, seed: int, args, tmp: str) -> tuple[float, int]:
-    """One run of ppo_{variant}.py under `setting`: the median of its iterations after iteration 0, and the minor page
-    faults of its whole process."""
+def run(variant: str, setting: str, seed: int, args, tmp: str) -> dict:
+    """One run of ppo_{variant}.py under `setting`: the median of its iterations after iteration 0 ("steady_s"), the
+    minor page faults and the wall seconds of its whole process, and what it found in the compiler caches."""
     run_dir = tempfile.mkdtemp(dir=tmp)
-    env = {k: v for k, v in os.environ.items() if k not in SETTING_VARIABLES} | SETTINGS[setting]
-    env |= fresh_compiler_caches(run_dir)
+    unset = SETTING_VARIABLES | COMPILER_CACHE_VARIABLES
+    env = {k: v for k, v in os.environ.items() if k not in unset} | SETTINGS[setting]
+    env |= warm_compiler_caches(os.path.join(tmp, WARM)) if setting == WARM else fresh_compiler_caches(run_dir)
     record = os.path.join(run_dir, "record.json")
     command = [sys.executable, os.path.join(ROOT, f"ppo_{variant}.py"), "--env-id", args.env_id, "--seed", str(seed)]
     command += ["--hidden", HIDDEN[args.size], "--total-timesteps", str(args.iterations * STEPS_PER_ITERATION)]
     faults = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
     if setting in CORES:  # taskset, not a preexec_fn: this process runs JAX's threads, and fork would copy their locks
         command = ["taskset", "-c", ",".join(map(str, sorted(os.sched_getaffinity(0))[: CORES[setting]])), *command]
+    start = time.perf_counter()
     proc = subprocess.run([*command, "--quiet", "--no-tensorboard", "--json-out", record], env=env, capture_output=True)
+    wall = time.perf_counter() - start
     if proc.returncode != 0:
         print(f"error: ppo_{variant}.py failed under {setting}:\n{proc.stderr.decode()[-3000:]}", file=sys.stderr)
         raise SystemExit(1)
     faults = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt - faults
     with open(record) as f:
-        return statistics.median(json.load(f)["iteration_durations"][1:]), faults
+        made = json.load(f)
+    return {
+        "steady_s": statistics.median(made["iteration_durations"][1:]),
+        "minor_faults": faults,
+        "wall_s": wall,
+        "caches": made.get("caches"),
+    }
+
+
+def missed(caches) -> bool:
+    """Did a run given warm caches compile anything afresh (or not say)?"""
+    return not caches or any(found.get("misses") for found in caches.values() if isinstance(found, dict))
 
 
 def geometric_mean(ratios) -> dict:
@@ -149,17 +178,19 @@ def main() -> None:
             print(f"error: {problem}", file=sys.stderr)
             raise SystemExit(2)
     check_out(args.out)
-    seconds = {v: {s: [] for s in settings} for v in variants}
-    faults = {v: {s: [] for s in settings} for v in variants}
+    runs = {v: {s: [] for s in settings} for v in variants}
     with tempfile.TemporaryDirectory() as tmp:
+        if WARM in settings:  # the caches filled, as a sweep's first run of a cell fills them: not timed
+            for variant in variants:
+                run(variant, WARM, args.blocks + 1, args, tmp)
         for block in range(args.blocks):
             order = settings[block % len(settings) :] + settings[: block % len(settings)]
             for variant in variants:
                 for setting in order:
-                    steady, minflt = run(variant, setting, block + 1, args, tmp)
-                    seconds[variant][setting].append(steady)
-                    faults[variant][setting].append(minflt)
-                print(f"block {block + 1}/{args.blocks}, {variant}: {seconds[variant]}", flush=True)
+                    runs[variant][setting].append(run(variant, setting, block + 1, args, tmp))
+                shown = {s: [round(r["steady_s"], 4) for r in made] for s, made in runs[variant].items()}
+                print(f"block {block + 1}/{args.blocks}, {variant}: {shown}", flush=True)
+    seconds = {v: {s: [r["steady_s"] for r in made] for s, made in row.items()} for v, row in runs.items()}
     result = {
         "cpu": cpu_model(),  # a study's timings hold only on the CPU model they were made on
         "env_id": args.env_id,
@@ -170,13 +201,21 @@ def main() -> None:
         "variants": {},
     }
     for variant, row in ratios(seconds).items():
-        result["variants"][variant] = {"steady_s": seconds[variant], "minor_faults": faults[variant], **row}
+        kept = {key: {s: [r[key] for r in made] for s, made in runs[variant].items()} for key in ("minor_faults", "wall_s")}
+        result["variants"][variant] = {"steady_s": seconds[variant], **kept, **row}
+        if WARM in settings:  # the runs that compiled anyway, if any: their caches missed
+            made = runs[variant][WARM]
+            result["variants"][variant]["warm_caches_missed"] = [i + 1 for i, r in enumerate(made) if missed(r["caches"])]
     write_atomic(args.out, json.dumps(result, indent=1) + "\n")
     for variant, row in result["variants"].items():
         for setting, r in row["over_scripts_own"].items():
             line = f"{variant}, {setting}: {r['ratio']:.3f}x [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] the scripts' own steady iteration"
             if m := row.get("multiple_of_linen_over_scripts_own", {}).get(setting):
                 line += f"; its multiple of Linen's {m['ratio']:.3f}x [{m['ci'][0]:.3f}, {m['ci'][1]:.3f}] the one without it"
+            if setting == WARM:
+                wall = geometric_mean(np.array(row["wall_s"][WARM]) / np.array(row["wall_s"][OWN]))
+                saved = statistics.median(np.array(row["wall_s"][OWN]) - np.array(row["wall_s"][WARM]))
+                line += f"; a run's wall time {wall['ratio']:.2f}x [{wall['ci'][0]:.2f}, {wall['ci'][1]:.2f}], {saved:.1f} s saved"
             print(line)
 
 
