@@ -108,7 +108,7 @@ die() { echo "benchmark.sh: $*" >&2; exit 2; }
 # load_plan ARGS...: bench/plan.py checks ARGS (else it says why in one line, and this exits 2) and prints what they
 # choose as assignments: the options (OUT absolute, JOBS, DEVICES, ...), the preset's TIMEOUT, NUM_ENVS and NUM_STEPS,
 # VARIANTS and the MODULES they import, USER_ENVS (--envs, to check), COST_ENVS (env_cost.py's), HANDOVER_ENVS
-# (bench/handover.py's), and RUNS, one tab-separated
+# (bench/host_cost.py's), and RUNS, one tab-separated
 # line per run in the order they run (see run); for a sweep, TODO (the indices of the runs not done), INTRO (its
 # first lines: the runs and their estimated duration) and, with --list or --dry-run, the LISTING.
 load_plan() {
@@ -308,7 +308,8 @@ on_signal() {
 
 measure_env_costs() {
   # The env-complexity x-axis of plot.py, at the training --num-envs of the timing experiments; and the floor under
-  # the torch scripts' rollout (env steps and hand-overs, no network), which plot.py splits off their sync runs.
+  # the torch scripts' rollout (env steps and hand-overs, no network), which plot.py splits off their sync runs, with
+  # the host's per-call costs and a trace of one torch iteration beside it (bench/host_cost.py).
   ((${#COST_ENVS[@]})) || return 0
   local rc=0
   # In the background, as the runs are (run_one): a signal is handled at once, and stops the measuring too.
@@ -318,10 +319,10 @@ measure_env_costs() {
   ((rc == 0)) || echo "warning: env_cost.py failed (exit code $rc); plot.py will order environments by name"
   ((${#HANDOVER_ENVS[@]})) || return 0
   rc=0
-  "$PYTHON" "$ROOT/bench/handover.py" --out "$OUT/handover.json" --num-envs "$NUM_ENVS" --num-steps "$NUM_STEPS" \
+  "$PYTHON" "$ROOT/bench/host_cost.py" --out "$OUT/host_cost.json" --num-envs "$NUM_ENVS" --num-steps "$NUM_STEPS" \
     "${HANDOVER_ENVS[@]}" &
   wait $! || rc=$?
-  ((rc == 0)) || echo "warning: bench/handover.py failed (exit code $rc); plot.py will not split the torch rollouts"
+  ((rc == 0)) || echo "warning: bench/host_cost.py failed (exit code $rc); plot.py will not split the torch rollouts"
 }
 
 # sweep: the serial sweep (PARALLEL=0: one run at a time) or --jobs/--devices; with --dry-run, the plan only.

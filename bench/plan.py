@@ -435,7 +435,7 @@ def plan_command(argv: list) -> int:
     # What env_cost.py times: the environments of the timed experiments (plot.py's x-axis).
     cost_envs = {e for exp in TIMED if exp in p["experiments"] for e in p["envs"] if permits(p["restrict"], exp, "envs", e)}
     script = {v.name: v.script for v in plan.variants}
-    # What bench/handover.py times: the sync and stacks experiments' environments where a torch script is timed (the
+    # What bench/host_cost.py times: the sync and stacks experiments' environments where a torch script is timed (the
     # floor under its rollout, which plot.py splits off).
     framework = {v.name: v.framework for v in plan.variants}
     handover_envs = {run[2] for run in runs if run[5] in ("sync", "stacks") and framework[variant_of(run)] == "torch"}

@@ -1,27 +1,32 @@
 """summary.md from the summary (report.summary): its sections in the order the study reads them, each with its
 figure, what the figure shows, and the tables behind it. A section without results is left out."""
 
+import functools
+
 import numpy as np
 
 from report.learning_markdown import learn
-from report.records import DECLARED
+from report.records import DECLARED, FLOOR_FILES, floor_file
 from report.tables import RATIO_TEXT, fmt, image, ratio_table, table, with_interval
 from report.timing import CONFIDENCE, REFERENCE, SPEEDUP_METRICS
 
 
 def render(summary) -> str:
     """summary.md: the header, then each section that has results."""
+    # The tool that measured the hand-over floor the timing sections split with, named as it was then
+    tool = FLOOR_FILES.get(floor_file(summary.header["directory"]))
+    split, stacked = (functools.partial(write, tool=tool) for write in (rollout_update, stacks))
     sections = [
         (f"The answer: each variant's time over {REFERENCE}'s", summary.answer, answer),
         ("Overhead: iteration 0 vs 1-7 vs 8-end", summary.overhead, overhead),
-        ("Rollout vs update (--sync-timing)", summary.rollout_update, rollout_update),
+        ("Rollout vs update (--sync-timing)", summary.rollout_update, split),
         ("Compilation on/off", summary.compilation, compilation),
         ("Peak memory", summary.memory, memory),
         ("Total duration by environment cost", summary.durations, durations),
         ("Pairwise speedups", summary.speedups, speedups),
         ("Scaling with --num-envs", summary.scaling, scaling),
         ("Seeds at once (--num-seeds) against one by one", summary.seeds, seeds),
-        ("Environment stacks: each framework on environments of its own", summary.stacks, stacks),
+        ("Environment stacks: each framework on environments of its own", summary.stacks, stacked),
         ("Learning curves", summary.curves, curves),
         ("Does every variant learn? (learn preset)", summary.learn, learn),
     ]
@@ -134,7 +139,7 @@ def overhead(s) -> list:
     ]
 
 
-def rollout_update(s) -> list:
+def rollout_update(s, tool="bench/host_cost.py") -> list:
     rows = [
         [size, v, fmt(r), fmt(u), fmt(r / (r + u), 2)]
         for size in s["sizes"]
@@ -154,7 +159,7 @@ def rollout_update(s) -> list:
             "",
             "The floor: the same rollout code with a policy and a critic that compute nothing, so only the env steps "
             "(one jitted JAX call a step), the DLPack hand-overs between the frameworks and the stacking remain "
-            "(bench/handover.py, the median of its timed rollouts, measured by the sweep before its runs). The rest is "
+            f"({tool}, the median of its timed rollouts, measured by the sweep before its runs). The rest is "
             f"PyTorch's part: the network and GAE. Seconds per iteration (medians over seeds), with {REFERENCE}'s "
             "whole rollout + GAE in the same cell beside them:",
             "",
@@ -198,7 +203,7 @@ STACKS_TEXT = (
 )
 
 
-def stacks(s) -> list:
+def stacks(s, tool="bench/host_cost.py") -> list:
     def multiple(metric, v, size, env=None):
         row = next((r for r in s[metric] if (r["variant"], r["size"], r["env"]) == (v, size, env)), None)
         return with_interval(row["ratio"], row["ci_low"], row["ci_high"]) if row else ""
@@ -255,7 +260,7 @@ def stacks(s) -> list:
     if s["handover"]:
         lines += [
             "",
-            "The torch scripts' rollout on gymnax, split into the hand-over floor (bench/handover.py: the rollout with a "
+            f"The torch scripts' rollout on gymnax, split into the hand-over floor ({tool}: the rollout with a "
             "network that computes nothing) and the rest, seconds per iteration:",
             "",
             table(

@@ -89,9 +89,12 @@ READS = {
 READS[2] = READS[1] + ["cpu", "peak_host_memory_mb"]
 
 
-# What a sweep measures beside its runs (env_cost.py, bench/handover.py): read where a section asks for them; and
-# plot.py's own summary, which it may have written into the same directory.
-NOT_RUNS = {"env_cost.json", "handover.json", "summary.json"}
+# What a sweep measures beside its runs (env_cost.py; bench/host_cost.py, with its trace, and handover.json from before
+# that tool had its name): read where a section asks for them; and plot.py's own summary, which it may have written
+# into the same directory.
+NOT_RUNS = {"env_cost.json", "host_cost.json", "host_cost.trace.json", "handover.json", "summary.json"}
+# The floor's file and the tool that wrote it, the newest first: committed sweeps hold bench/handover.py's.
+FLOOR_FILES = {"host_cost.json": "bench/host_cost.py", "handover.json": "bench/handover.py"}
 
 
 class Unreadable(OSError):
@@ -190,22 +193,30 @@ def env_axis(directory: Path, envs):
         return {env: i for i, env in enumerate(sorted(envs))}, "environment (by name)", False
 
 
+def floor_file(directory: Path):
+    """The name of the floor's file in `directory` (FLOOR_FILES: host_cost.json, else the older handover.json), or
+    None without one."""
+    return next((name for name in FLOOR_FILES if (Path(directory) / name).exists()), None)
+
+
 def handover_floors(directory: Path, runs) -> dict:
-    """{env: seconds of a torch rollout's floor} from bench/handover.py's handover.json, where it was measured as the
-    sync runs were made (their num_envs, num_steps, device and machine); else {} (nothing to split with)."""
+    """{env: seconds of a torch rollout's floor} from the floor's file (floor_file: bench/host_cost.py's, or
+    bench/handover.py's in older sweeps), where it was measured as the sync runs were made (their num_envs, num_steps,
+    device and machine); else {} (nothing to split with)."""
+    name = floor_file(directory)
+    if name is None:
+        return {}
     try:
-        measured = json.loads((directory / "handover.json").read_text())
+        measured = json.loads((directory / name).read_text())
         shape = {(r.record["args"]["num_envs"], r.record["args"]["num_steps"], r.record["device"]) for r in runs}
         made_on = {machine(r.record) for r in runs}
         where = {"device": measured["device"], "cpu": measured["cpu"], "xla_flags": measured.get("xla_flags")}
         if shape != {(measured["num_envs"], measured["num_steps"], measured["device"])} or made_on != {machine(where)}:
-            warn("handover.json was measured otherwise than the sync runs (envs, steps, device or machine); not used")
+            warn(f"{name} was measured otherwise than the sync runs (envs, steps, device or machine); not used")
             return {}
         return {env: floor["median_s"] for env, floor in measured["envs"].items()}
-    except FileNotFoundError:
-        return {}
     except (OSError, ValueError, KeyError, TypeError) as e:
-        warn(f"handover.json unreadable ({e!r}); not used")
+        warn(f"{name} unreadable ({e!r}); not used")
         return {}
 
 
