@@ -6,7 +6,7 @@
 #   bash benchmark.sh --preset quick --out /tmp/q    # a smoke test, under 3 minutes on 2 CPU cores
 #   bash benchmark.sh --preset learn                 # every variant learns CartPole-v1 and Acrobot-v1 (10 seeds)
 #   bash benchmark.sh --preset gpu-check             # first on a GPU: every variant, every check, one table
-#   bash benchmark.sh --preset gpu --part 1          # one GPU's headline sweep, part 1 (--dry-run lists the parts)
+#   bash benchmark.sh --preset gpu --part next       # one GPU's headline sweep, its next part (--dry-run lists them)
 #   bash benchmark.sh --preset full --variants jax_linen,torch --sizes s --dry-run
 #   python plot.py benchmark_out/cpu                 # figures, summary.md and summary.json (ratios with intervals)
 #
@@ -78,8 +78,10 @@ Options:
                        --task) that finds one refuses before running anything, naming the first and how many
                        (default: name them, run them again and replace them)
   --dry-run            print the plan and what is already done; run nothing
-  --part I             run part I of the preset's plan alone (gpu: 1..14): the plan cut, in its order, into parts
-                       of whole blocks and about as many runs, to run in sittings; --dry-run without it lists them
+  --part I|next        run part I of the preset's plan alone, or the first part with a run still to do (next): the
+                       gpu preset's plan cut, in its order, into parts of whole blocks of at most 8 minutes by the
+                       estimate, to run in sittings; --dry-run without it lists them. A sweep resumed on another
+                       machine of the same GPU model continues it; a block begun elsewhere is timed again here, whole
   --list               print the plan, one "INDEX NAME" line per run (indices 1..N); run nothing
   --task I             run the plan's run I alone: skipped if its record exists (or another process
                        runs it: each run is claimed with flock on OUT/logs/NAME.lock), else its record
@@ -261,6 +263,8 @@ claim_and_run() {
     exec {fd}>&-; echo "skipped: another process is running it (it holds $lock)"; return 3
   fi
   status=$(record_status "$1")
+  # An ok record of a block begun on another machine is replaced (REDO, bench/plan.py), unless made since this began
+  [[ $status != ok || " ${REDO[*]} " != *" $1 "* ]] || (($(date -r "$file" +%s%6N) >= SWEEP_START)) || status=redo
   if [[ $status == ok || $status == failed ]] && { is_done "$status" || (($(date -r "$file" +%s%6N) >= SWEEP_START)); }; then
     exec {fd}>&-; echo "skipped: already done ($status)"; return 3
   fi
@@ -271,7 +275,8 @@ claim_and_run() {
 
 # ---------------------------------------------------------------- the sweep, --task
 RAN=0 FAILED=0 FAILURES=() MSG=
-SKIPPED=0 OLD_FAILED=0 TODO=()  # plan.py's for a sweep: done before it started, failure records among them, the rest
+SKIPPED=0 OLD_FAILED=0 TODO=() REDO=()  # plan.py's for a sweep: done before it started, failure records among them, the
+# rest, and among those, the ok records of blocks begun on another machine
 
 summary() {
   echo "summary: ran $RAN, skipped $SKIPPED (already done), failed $FAILED; results in $OUT"

@@ -14,7 +14,9 @@ benchmark.sh runs the plan (one runner for the serial sweep and --jobs, --task),
 A refused argument is one line on stderr, "benchmark.sh: ...", and exit code 2.
 """
 
+import itertools
 import os
+import platform
 import re
 import shlex
 import shutil
@@ -25,7 +27,7 @@ from types import SimpleNamespace
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from load_script import out_problem, warm_compiler_caches  # noqa: E402
 from presets import COLD, EXPERIMENTS, FULL, HIDDEN, PRESETS, STACK_ENVS, TIMED, AllBut  # noqa: E402
-from run_records import other_machine, read_status, record_status, write_failure  # noqa: E402
+from run_records import other_machine, read_status, record_host, record_status, write_failure  # noqa: E402
 from variants import ROOT, VariantError, discover, modules, scripts  # noqa: E402
 
 
@@ -217,9 +219,8 @@ def make_plan(p: dict, variants: list) -> list:
     innermost loop of every experiment: the runs a speedup compares follow each other, so a shared machine's slow
     spells (tens of percent here) fall on both sides of a ratio. Each seed of a cell is one such block, and the
     variants' order rotates from block to block, so that no variant always runs first after a pause (or after a
-    run that leaves the machine warm). A preset with whole_cells reorders the blocks: every seed of a cell, then the
-    next cell, each block as it was: the first cell (first size, first env) in every experiment, then the first
-    experiment's other cells, then the other experiments' (each by size, env and experiment)."""
+    run that leaves the machine warm). A preset with groups reorders the blocks, each as it was: group by group, and
+    in a group every seed of a cell before the next (ordered_by_groups)."""
     by_name = {v.name: v for v in variants}  # the scripts and their settings (jax_nnx+nocache)
     settings_of, stacks_of = {}, {}  # each script's settings and environment stacks in this plan
     for v in variants:
@@ -232,7 +233,9 @@ def make_plan(p: dict, variants: list) -> list:
 
     def block(exp, env, size, seed, num_envs, iterations, flags, names, tag=""):
         for v in (names[(i + seed - 1) % len(names)] for i in range(len(names))):  # rotated by seed
-            if seed > p["max_seeds"].get(v, p["repeats"]) or not allowed(v, "envs", [env]) or not allowed(v, "sizes", [size]):
+            if seed > min(p["max_seeds"].get(v, p["repeats"]), p["repeats_in"].get(exp, p["repeats"])):
+                continue
+            if not allowed(v, "envs", [env]) or not allowed(v, "sizes", [size]):
                 continue
             n = iterations if "+" in v else p["iterations_of"].get(v, iterations)  # a setting runs its cell's
             name, more = f"{exp}/{v}__{env}__{size}{tag}", [*flags, *by_name[v].flags]
@@ -253,7 +256,7 @@ def make_plan(p: dict, variants: list) -> list:
                     block(exp, env, size, seed, iteration["num_envs"], iterations, flags, names)
 
     names = p["variants"]
-    in_overall = p["settings_in_overall"] and "overall" in p["experiments"]  # then not in the compile experiment
+    in_overall = p["settings_in_overall"]  # the GPU-only settings beside their scripts in every overall block
     beside = {v: [s for s in settings_of.get(v, []) if by_name[s].gpu_only] if in_overall else [] for v in names}
     for seed in range(1, p["repeats"] + 1):
         for exp in p["experiments"]:
@@ -262,10 +265,8 @@ def make_plan(p: dict, variants: list) -> list:
                 if exp == "overall":
                     chosen = [n for v in chosen for n in (v, *beside[v])]
                 grid(exp, seed, ["--sync-timing"] if exp == "sync" else [], chosen)
-            elif exp == "compile":  # each script with a setting (compilation off, CUDA graphs) and its settings, in blocks
-                for v in allowed(exp, "variants", names):
-                    if set(settings_of.get(v, [])) - set(beside[v]):  # a setting the overall blocks did not run
-                        grid(exp, seed, [], [v, *settings_of[v]])
+            elif exp == "compile":  # from cold: every script with its settings (compilation off, CUDA graphs), in blocks
+                grid(exp, seed, [], [n for v in allowed(exp, "variants", names) for n in (v, *settings_of.get(v, []))])
             elif exp == "stacks":  # each script with a stack beside it on gymnax's envs, rollout and update timed apart
                 chosen = [n for v in allowed(exp, "variants", names) if v in stacks_of for n in (v, *stacks_of[v])]
                 for env in [e for e in allowed(exp, "envs", p["envs"]) if e in STACK_ENVS]:  # what the stacks have
@@ -283,21 +284,24 @@ def make_plan(p: dict, variants: list) -> list:
             else:  # learn: each script's defaults
                 for env in p["learn_envs"]:
                     block(exp, env, "s", seed, None, None, [], allowed(exp, "variants", names))
-    if p["whole_cells"]:
-        order = {size: i for i, size in enumerate(p["sizes"])}, {env: i for i, env in enumerate(p["envs"])}
-        first = (p["sizes"][0], p["envs"][0])
-
-        def cell(run):  # a sort is stable, so seeds and blocks keep their order
-            later = (run[6], run[2]) != first and p["experiments"].index(run[5]) > 0
-            return (
-                later,
-                order[0].get(run[6], len(order[0])),
-                order[1].get(run[2], len(order[1])),
-                p["experiments"].index(run[5]),
-            )
-
-        runs.sort(key=cell)
+    if p["groups"]:
+        runs.sort(key=lambda run: ordered_by_groups(run, p))  # a sort is stable: seeds and blocks keep their order
     return runs
+
+
+def group_of(run: tuple, groups: list) -> int:
+    """The index of the first of the preset's groups that takes the run; len(groups) for none."""
+    for i, group in enumerate(groups):
+        if run[5] in group["experiments"] and run[2] in group.get("envs", [run[2]]) and int(run[4]) <= group.get("seeds", 1e9):
+            return i
+    return len(groups)
+
+
+def ordered_by_groups(run: tuple, p: dict) -> tuple:
+    """Where a run goes in a plan ordered by the preset's groups: by group, then every seed of a cell (size, env,
+    experiment) before the next cell."""
+    sizes, envs = (dict(zip(items, range(len(items)))) for items in (p["sizes"], p["envs"]))
+    return group_of(run, p["groups"]), sizes.get(run[6], len(sizes)), envs.get(run[2], len(envs)), EXPERIMENTS.index(run[5])
 
 
 def bash(name: str, value) -> str:
@@ -325,16 +329,20 @@ def load(argv: list) -> SimpleNamespace:
     gpu_only = [v.name for v in variants if v.gpu_only] if p["for_gpu"] else []
     on_gpu = p["for_gpu"] and bool(devices or visible_gpus())  # a plan for a GPU that runs on one (asks nvidia-smi)
     left_out = gpu_only if sweep and gpu_only and not on_gpu else []
-    planned = [v for v in variants if (p["for_gpu"] or not v.gpu_only) and v.name not in left_out]
-    runs = [] if p["gpu_check"] else make_plan(p, planned)
+    planned = [v for v in variants if p["for_gpu"] or not v.gpu_only]
+    every = [] if p["gpu_check"] else make_plan(p, planned)
+    part = parts_of(every, p)  # cut from the whole plan, the GPU-only settings included, wherever it is made
+    runs = [run for run in every if variant_of(run) not in left_out]
+    part = [k for k, run in zip(part, every) if variant_of(run) not in left_out]
     if a.task:
         if not (a.task.isascii() and a.task.isdigit() and a.task[0] != "0" and int(a.task) <= len(runs)):
             raise Refused(f"--task must be one of the plan's indices, 1..{len(runs)} (see --list); got '{a.task}'")
         variant = variant_of(runs[int(a.task) - 1])
         if variant in gpu_only and not visible_gpus():
             raise Refused(f"--task {a.task}: {variant} needs a GPU, and none is visible here")
-    if a.part and not (a.part.isascii() and a.part.isdigit() and a.part[0] != "0" and int(a.part) <= p["parts"]):
-        raise Refused(f"--part must be one of 1..{p['parts']} (the preset's parts); got '{a.part}'")
+    n = max(part, default=1)
+    if a.part and a.part != "next" and not (a.part.isascii() and a.part.isdigit() and a.part[0] != "0" and int(a.part) <= n):
+        raise Refused(f"--part must be next or one of 1..{n} (the preset's parts); got '{a.part}'")
     if sweep:
         check_jobs(runs, jobs or 1, devices)
     out = os.path.realpath(a.out or f"benchmark_out/{a.preset}")  # absolute: the runs get it in --json-out
@@ -343,6 +351,7 @@ def load(argv: list) -> SimpleNamespace:
         p=p,
         variants=planned,
         runs=runs,
+        part=part,
         devices=devices,
         jobs=jobs,
         sweep=sweep,
@@ -350,6 +359,26 @@ def load(argv: list) -> SimpleNamespace:
         left_out=left_out,
         on_gpu=on_gpu,
     )
+
+
+def begun_elsewhere(runs: list, found: dict, out: str) -> dict:
+    """{index: ("elsewhere", why)} for the records of the blocks begun on another machine (host) and not finished: a
+    block's runs are compared with each other, so a sweep resumed on another machine (of the same GPU or CPU model)
+    times such a block again, whole, here, and replaces what the other machine made of it."""
+    here, blocks, redo = platform.node(), {}, {}
+    for i, run in enumerate(runs):
+        blocks.setdefault(block_of(run), []).append(i)
+    for members in blocks.values():
+        if all(found[i][0] == "ok" for i in members):
+            continue
+        for i in members:
+            host = record_host(os.path.join(out, f"{runs[i][0]}.json")) if found[i][0] == "ok" else here
+            if host != here:
+                redo[i] = (
+                    "elsewhere",
+                    f"timed on {host}, the rest of its block to be timed here: a block is timed on one machine",
+                )
+    return redo
 
 
 def seeds_of(run: tuple) -> int:
@@ -363,24 +392,49 @@ def variant_of(run: tuple) -> str:
     return run[0].split("/")[1].split("__")[0]
 
 
-def parts_of(runs: list, n: int) -> list:
-    """Each run's part, 1..n: the plan, in its order, cut into n parts of about as many runs, each of whole blocks
-    (the runs a ratio compares: one experiment, env, size, num_envs and seed, run back to back)."""
+def block_of(run: tuple) -> tuple:
+    """A run's block, the runs a ratio compares, run back to back: its experiment, and its name after its variant (env,
+    size, num_envs, seed)."""
+    return run[5], run[0].split("__", 1)[1]
 
-    def block(run):
-        return run[5], run[0].split("__", 1)[1]  # the experiment, and the name after its variant
 
-    part, first = [], 0
-    for i, run in enumerate(runs):
-        if i and block(run) != block(runs[i - 1]):
-            first = i
-        part.append(first * n // len(runs) + 1)
+# Of a part's minutes, one is kept for what a sweep measures before its runs (env costs, the host-cost probe).
+MEASURES_S = 60
+
+
+def parts_of(runs: list, p: dict) -> list:
+    """Each run's part, 1..: the plan, in its order, cut into parts of whole blocks, a group's runs (the preset's
+    groups) never with another group's, each at most the preset's part_minutes by its estimate (a block longer alone
+    is a part alone); all part 1 without part_minutes."""
+    if not p["part_minutes"]:
+        return [1] * len(runs)
+    limit, seconds = p["part_minutes"] * 60 - MEASURES_S, run_seconds(p["for_gpu"])
+    part, k, used, last = [], 0, 0.0, None
+    for key, members in itertools.groupby(runs, key=lambda run: (group_of(run, p["groups"] or []), block_of(run))):
+        members = list(members)
+        cost = sum(seconds(run) for run in members)
+        if k == 0 or key[0] != last or used + cost > limit:
+            k, used = k + 1, 0.0
+        used, last = used + cost, key[0]
+        part += [k] * len(members)
     return part
 
 
+def run_seconds(gpu: bool):
+    """run -> its estimated seconds (bench/run_costs.py), for cutting a plan into parts: a run nothing prices (or
+    every run, if the costs cannot be read) at a minute."""
+    try:
+        import run_costs
+
+        prices = run_costs.Prices(gpu=gpu)
+    except Exception:  # a part's cut is never worth stopping the sweep for
+        return lambda run: 60.0
+    return lambda run: prices.seconds(variant_of(run), run[2], run[6], int(run[7]), seeds_of(run)) or 60.0
+
+
 def estimate(runs: list, at_once: int, gpu: bool, source: bool = True) -> str:
-    """Those runs' estimated duration, from the costs measured before (bench/run_costs.py; for a GPU, derived from
-    them), and (source) what it comes from."""
+    """Those runs' estimated duration, from the costs measured before (bench/run_costs.py: for a GPU, the GPU runs'
+    where there are any), and (source) what it comes from."""
     try:
         import run_costs
 
@@ -438,7 +492,8 @@ def plan_command(argv: list) -> int:
     # What bench/host_cost.py times: the sync and stacks experiments' environments where a torch script is timed (the
     # floor under its rollout, which plot.py splits off).
     framework = {v.name: v.framework for v in plan.variants}
-    handover_envs = {run[2] for run in runs if run[5] in ("sync", "stacks") and framework[variant_of(run)] == "torch"}
+    floor_wanted = lambda run: run[5] in ("sync", "stacks") and framework[variant_of(run)] == "torch"
+    handover_envs = {run[2] for run in runs if floor_wanted(run)}
     values = {
         "PRESET": a.preset,
         "OUT": out,
@@ -466,12 +521,17 @@ def plan_command(argv: list) -> int:
         "LISTING": "".join(f"{i} {run[0]}\n" for i, run in enumerate(runs, 1)) if a.list else "",
     }
     if plan.sweep:
-        n = p["parts"]
-        part = parts_of(runs, n)
-        chosen = [i for i in range(len(runs)) if not a.part or part[i] == int(a.part)]  # indices into runs
-        found = {i: read_status(os.path.join(out, f"{runs[i][0]}.json"), runs[i]) for i in chosen}
+        part, n = plan.part, max(plan.part, default=1)
+        found = {i: read_status(os.path.join(out, f"{run[0]}.json"), run) for i, run in enumerate(runs)}
+        moved = begun_elsewhere(runs, found, out)
+        found |= moved
         status = {i: s for i, (s, _) in found.items()}
         done = {i: s == "ok" or s == "failed" and not a.retry_failed for i, s in status.items()}
+        # --part next: the first part with a run to do (none when every part is done)
+        k = min((part[i] for i in done if not done[i]), default=None) if a.part == "next" else int(a.part or 0) or None
+        chosen = [i for i in range(len(runs)) if not a.part or part[i] == k]  # indices into runs
+        if a.part:  # the probe's floors where this part times a torch script's rollout
+            values["HANDOVER_ENVS"] = sorted({runs[i][2] for i in chosen if floor_wanted(runs[i])})
         stale = [i for i in chosen if status[i] == "stale"]  # made with other settings: never counted done
         if stale and a.keep_stale and not a.dry_run:  # refused before any work, not part way through the sweep
             print(f"benchmark.sh: {kept_stale([(runs[i][0], found[i][1]) for i in stale])}", file=sys.stderr)
@@ -482,12 +542,20 @@ def plan_command(argv: list) -> int:
             where = f", {jobs} at a time " + (f"on devices {','.join(plan.devices)}" if plan.devices else "on the CPU")
         n_done = len(chosen) - len(todo)
         values["TODO"], values["SKIPPED"] = todo, n_done
+        values["REDO"] = [i for i in todo if i in moved]  # ok records a run here replaces (claim_and_run)
         values["OLD_FAILED"] = sum(done[i] and status[i] == "failed" for i in chosen)
         intro = [
-            f"benchback sweep: preset {a.preset}{f', part {a.part} of {n}' if a.part else ''}, {len(chosen)} runs"
+            f"benchback sweep: preset {a.preset}{f', part {k} of {n}' if k else ''}, {len(chosen)} runs"
             f" ({n_done} already done), out {out}, per-run limit {p['timeout']}s{where}",
             f"  {estimate([runs[i] for i in todo], jobs, p['for_gpu'])}",
         ]
+        if a.part == "next" and not k:
+            intro.append(f"  every part of the {n} is done")
+        if again := [i for i in chosen if status[i] == "elsewhere"]:
+            intro.append(
+                f"  {len(again)} records are of blocks begun on another machine and not finished: each such block is"
+                f" timed again here, whole (the first, {runs[again[0]][0]}: {found[again[0]][1]})"
+            )
         if stale:
             first = stale[0]
             fate = "kept: --keep-stale refuses the sweep while they are here" if a.keep_stale else "run again and replaced"
@@ -511,8 +579,9 @@ def plan_command(argv: list) -> int:
                         left = estimate([runs[i] for i in members if not done[i]], jobs, p["for_gpu"], source=False)
                         lines.append(f"  --part {k}: runs {members[0] + 1}-{members[-1] + 1}, {left}")
             for i in chosen:
-                state = status[i].replace("ok", "done", 1) if done[i] or status[i] == "stale" else "to-run"
-                why = f"  (stale: {found[i][1]})" if status[i] == "stale" else ""
+                state = {"ok": "done", "elsewhere": "redo"}.get(status[i], status[i])
+                state = state if done[i] or status[i] in ("stale", "elsewhere") else "to-run"
+                why = f"  ({status[i]}: {found[i][1]})" if status[i] in ("stale", "elsewhere") else ""
                 lines.append(f"[{i + 1}/{len(runs)}] {state:<6} {runs[i][0]}  {runs[i][8]}{why}")
             lines.append(f"plan: {len(chosen)} runs, {n_done} already done, {len(todo)} to run")
             values["LISTING"] = "".join(f"{line}\n" for line in lines)

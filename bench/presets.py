@@ -53,12 +53,14 @@ class AllBut(tuple):
 # as the others); iterations_at[SIZE]: a size's iterations, iterations_in[ENV] an env's (at every size, before
 # iterations_at). for_gpu: a preset meant for a GPU, whose plan holds the settings only a GPU runs
 # (bench/variants.py; left out of a sweep on a machine without one) and whose estimate is derived for a GPU
-# (bench/run_costs.py). parts: how many parts --part cuts the plan into. settings_in_overall: the overall
-# experiment's blocks hold the GPU-only settings beside every variant (so the answer has torch's best against Linen),
-# and the compile experiment, when overall runs, leaves them out. whole_cells: every seed of a cell before the next
-# cell, so that a sweep stopped early (a lent GPU's lease) holds whole cells with intervals: the first cell (first
-# size and env) in every experiment, then the first experiment's other cells by size and env (the answer's size
-# axis), then the other experiments' cells.
+# (bench/run_costs.py). settings_in_overall: the overall experiment's blocks hold the GPU-only settings beside every
+# variant (so the answer has torch's best against Linen). repeats_in[EXPERIMENT] caps an experiment's repeats.
+# groups: the order of the plan, for a sweep that runs in sittings (a GPU had for minutes): a list of groups, each the
+# runs of some experiments (and envs, and seeds up to a number) that answer one question, in the order they answer;
+# within a group, every seed of a cell before the next cell, by size and env, so that a sweep stopped early holds
+# whole cells with intervals. A run no group takes comes last. part_minutes: cut the plan, in its order, into parts
+# (--part) of whole blocks, a group's runs never sharing a part with another's, each at most this long by its
+# estimate; None: one part.
 FULL = {
     "envs": STUDY_ENVS,
     "sizes": ["s", "m", "l"],
@@ -84,9 +86,10 @@ FULL = {
     "timeout": 7200,
     "gpu_check": False,
     "for_gpu": False,
-    "parts": 1,
     "settings_in_overall": False,
-    "whole_cells": False,
+    "repeats_in": {},
+    "groups": None,
+    "part_minutes": None,
 }
 PRESETS = {
     # A smoke test of the sweep and of every figure: a tiny iteration, so process start-up and compilation
@@ -146,32 +149,40 @@ PRESETS = {
         "timeout": 1200,
     },
     "full": {"for_gpu": True},  # the original study's GPU sweep
-    # The headline questions on one GPU, in 14 parts of under 10 minutes each (--part 1 .. --part 14, each resumed
-    # like any sweep; docs/sweep.md): model size, s, m and l on CartPole-v1 and Breakout-MinAtar (a cheap env and a
-    # dear one), torch.compile with CUDA graphs in every block beside the other variants; rollout vs update (sync)
-    # and NNX without cached_partial at s on both; 3 seeds (blocks). Whole cells, CartPole-v1 at s first: the first
-    # parts answer it with intervals, as a lent GPU's first quarter hour can; then the overall cells up to size l,
-    # then Breakout-MinAtar's sync and compile cells, which repeat CartPole-v1's questions on a dearer env. 11
-    # iterations: a steady time over 10, on a GPU held alone. linen_nojit is left out: eager, it dispatches every op
-    # from Python, and what jit buys is answered on the CPU. Every run starts a process and compiles from cold:
-    # those seconds, not the iterations, make most of its time (--dry-run: its estimate from CPU costs;
-    # docs/sweep.md).
+    # The headline questions on one GPU, in parts of at most 8 minutes by the estimate (a GPU may be had for a quarter
+    # hour, about ten minutes of it for runs), in the order of what they answer: (1) CartPole-v1 at s, m and l, every variant but linen_nojit (eager, it
+    # dispatches every op from Python; what jit buys is answered on the CPU), torch.compile with CUDA graphs beside it
+    # in every block, and each framework on environments of its own stack (stacks: the torch scripts on
+    # torch_envs.py and Gymnasium, Linen from a Python loop); (2) Breakout-MinAtar at s, m and l, a dearer env; (3)
+    # rollout and update timed apart at s on both; (4) compile times: every variant and setting at s, m and l on
+    # CartPole-v1, one cold run each; then 3 more seeds of (1) and (2). Three blocks a cell first. 11 iterations: a
+    # steady time over 10, on a GPU held alone. The timed runs share warm compiler caches: only a cell's first run
+    # compiles (docs/sweep.md). `--part next` runs the first part with a run still to do, so that any sitting on a
+    # GPU of the same model continues the sweep with one command.
     "gpu": {
         "for_gpu": True,
-        "parts": 14,
         "envs": BOTH,
-        "experiments": ["overall", "sync", "compile"],
+        "repeats": 6,
+        "experiments": ["overall", "stacks", "sync", "compile"],
         "iterations": 11,
         "restrict": {
-            "sync:sizes": ["s"],
-            "compile:sizes": ["s"],
             "overall:variants": AllBut(["linen_nojit"]),
             "sync:variants": AllBut(["linen_nojit"]),
-            "stacks:sizes": ["s", "m"],  # --experiments stacks: CartPole-v1 at s and m, on a GPU
+            "compile:variants": AllBut(["linen_nojit"]),
+            "sync:sizes": ["s"],
+            "compile:envs": ["CartPole-v1"],
         },
+        "repeats_in": {"compile": 1, "sync": 3},
+        "groups": [
+            {"experiments": ["overall", "stacks"], "envs": ["CartPole-v1"], "seeds": 3},
+            {"experiments": ["overall"], "envs": ["Breakout-MinAtar"], "seeds": 3},
+            {"experiments": ["sync"]},
+            {"experiments": ["compile"]},
+            {"experiments": ["overall", "stacks"]},
+        ],
+        "part_minutes": 8,
         "timeout": 300,  # five times a torch_compile run's estimate: a hung run costs a part little
         "settings_in_overall": True,
-        "whole_cells": True,
     },
     # Each script's default config (819200 steps) on CartPole-v1 and Acrobot-v1, seeds 1-10: enough for rliable's
     # interval estimates (plot.py). On 2 CPU cores a run takes about 20 s (JAX) or 50-75 s (torch, torch_compile),

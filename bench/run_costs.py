@@ -3,7 +3,7 @@
     python bench/run_costs.py build results/speed/cpu/records --log results/speed/cpu/records/sweep.log   # the table, from records
     printf 'torch CartPole-v1 s 21\\n' | python bench/run_costs.py estimate             # seconds for these runs
 
-One table per CPU model (bench/costs/<model>.json), since two models of one family run the same runs at different
+One table per CPU model (bench/costs/<model>.json), and one per GPU model from runs on that GPU, since two models of one family run the same runs at different
 speeds: an estimate comes from this machine's own table where there is one. A table holds, per variant, environment
 and size, the median seconds of a run's setup, of its iteration 0 (compilation included) and of one later iteration,
 over the records of one CPU model, plus each framework's start-up and exit (what a run's wall-clock seconds, in the
@@ -14,7 +14,7 @@ of the cells both measured; a cell neither measured is the variant's median over
 size, plus what the cell's environment added to the variant's run at another size, else to the other variants' runs
 (the same seconds whatever the network). A machine with no table of its own gets the fullest table's costs, and the
 estimate says which machine they come from.
-For a GPU, where no run was measured, the estimate is derived from these CPU costs and labelled so (see estimate).
+For a GPU, the estimate comes from the GPU tables (the committed GPU runs), else from the CPU costs, labelled so (Prices).
 """
 
 import argparse
@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from load_script import write_atomic  # noqa: E402
 from presets import SIZES  # noqa: E402
-from run_records import cpu_model  # noqa: E402
+from run_records import cpu_model, gpu_names  # noqa: E402
 from variants import discover, setting_name  # noqa: E402
 
 COSTS = Path(__file__).with_name("costs")  # the tables, one a CPU model
@@ -74,15 +74,15 @@ def build(directories, out=None, startup=None) -> dict:
             size = SIZE_OF.get(tuple(record["hidden"]))
             if size is None or record["args"].get("num_envs") != 32 or record["args"].get("num_seeds", 1) != 1:
                 continue  # the study's iteration, of one seed, only
-            models.add((record.get("cpu") or {}).get("model"))
+            on_gpu = record.get("device", "cpu") != "cpu"  # a GPU's runs: a table of that GPU model's
+            models.add((record["device"], True) if on_gpu else ((record.get("cpu") or {}).get("model"), False))
             durations = record["iteration_durations"]
             variant = setting_name(record["variant"], record["args"], DECLARED)
             later = durations[1:] or durations
             cells[variant, record["env_id"], size].append((record["setup_duration"], durations[0], statistics.median(later)))
     if len(models) != 1:
-        print(
-            f"error: the records name {len(models)} CPU models ({sorted(map(str, models))}); give one model's", file=sys.stderr
-        )
+        names = sorted(str(name) for name, _ in models)
+        print(f"error: the records name {len(models)} machine models ({names}); give one model's", file=sys.stderr)
         raise SystemExit(2)
     rows = [
         {
@@ -94,10 +94,12 @@ def build(directories, out=None, startup=None) -> dict:
         }
         for (v, e, s), runs in sorted(cells.items())
     ]
-    model = models.pop()
+    model, gpu = models.pop()
     out = Path(out or table_path(model))
     before = json.loads(out.read_text())["startup_s"] if out.exists() else {}
     table = {"cpu": model, "startup_s": {**before, **(startup or {})}, "sources": [str(d) for d in directories], "cells": rows}
+    if gpu:  # "cpu" then names the GPU model, whose runs these are
+        table["gpu"] = True
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, json.dumps(table, indent=1) + "\n")
     return table
@@ -192,49 +194,76 @@ def duration(seconds: float) -> str:
     return (f"{days} day{'s' * (days > 1)} " if days else "") + f"{minutes // 60}:{minutes % 60:02d} (h:mm)"
 
 
-def estimate(lines, costs: Path = COSTS, at_once: int = 1, gpu: bool = False, source: bool = True, cpu=None) -> str:
-    """One line: the estimated duration of the runs given as "VARIANT ENV SIZE ITERATIONS [SEEDS]" lines, `at_once` at a time,
-    and (source) what it comes from. costs: a directory of tables (this machine's, named by `cpu`, first) or one table.
+class Prices:
+    """The seconds of a run, from the tables in `costs` (a directory of tables, or one table): this machine's own first
+    (named by `cpu`), the fullest otherwise; what it lacks from the other table that shares most of its cells, scaled.
+    gpu: for a GPU, from the tables made of GPU runs (this machine's GPU model's first), every size they lack priced
+    as size s; without any, derived from the CPU's costs, start-up, setup and iteration 0 as there and every size priced
+    as size s (a JAX iteration on the CPU takes 9 times as long at m as at s, 300 times at l; a GPU's, bound at these
+    widths by kernel launches and the rollout's sequential steps, far less). Here as on a CPU, a setting never measured
+    is priced as its script. Raises OSError or ValueError for tables it cannot read."""
 
-    gpu: for a GPU, where no run was measured, derived from the CPU's costs: start-up, setup and iteration 0 as there,
-    every size priced as size s (a JAX iteration on the CPU takes 9 times as long at m as at s, 300 times at l;
-    a GPU's, bound at these widths by kernel launches and the rollout's sequential steps, far less), and (here as on a CPU) a setting never measured as its script."""
-    try:
+    def __init__(self, costs: Path = COSTS, gpu: bool = False, cpu=None):
         tables = [json.loads(p.read_text()) for p in (sorted(costs.glob("*.json")) if costs.is_dir() else [costs])]
-    except (OSError, ValueError):
-        return f"no estimate: cannot read {costs}"
-    if not tables:
-        return f"no estimate: no table in {costs}"
-    cpu = cpu or cpu_model()
-    own = next((t for t in tables if t["cpu"] == cpu), None)
-    table = own or max(tables, key=lambda t: len(t["cells"]))
-    # for what this table lacks: the other table that measured most of the same cells, as it shares most to scale by
-    keys = {(c["variant"], c["env"], c["size"]) for c in table["cells"]}
-    shared = {id(t): len(keys & {(c["variant"], c["env"], c["size"]) for c in t["cells"]}) for t in tables}
-    reference = max((t for t in tables if t is not table and shared[id(t)]), key=lambda t: shared[id(t)], default=None)
-    estimator, total, known, unknown = Estimator(table, reference), 0.0, 0, set()
-    measured, measured_envs, unmeasured_envs = {v for v, _, _ in estimator.cells}, {e for _, e, _ in estimator.cells}, set()
-    for variant, env, size, iterations, *seeds in (line.split() for line in lines if line.strip()):
-        if env not in measured_envs:
-            unmeasured_envs.add(env)
-        if variant not in measured:  # a setting never measured (CUDA graphs, an env stack) is priced as its script
+        gpu_tables = [t for t in tables if t.get("gpu")]
+        self.gpu, self.from_gpu = gpu, gpu and bool(gpu_tables)
+        tables = gpu_tables if self.from_gpu else [t for t in tables if not t.get("gpu")]
+        if not tables:
+            raise ValueError(f"no table in {costs}")
+        here = gpu_names() if self.from_gpu else [cpu or cpu_model()]
+        self.own = next((t for t in tables if t["cpu"] in here), None)
+        self.table = self.own or max(tables, key=lambda t: len(t["cells"]))
+        # for what this table lacks: the other table that measured most of the same cells, as it shares most to scale by
+        keys = {(c["variant"], c["env"], c["size"]) for c in self.table["cells"]}
+        shared = {id(t): len(keys & {(c["variant"], c["env"], c["size"]) for c in t["cells"]}) for t in tables}
+        self.reference = max(
+            (t for t in tables if t is not self.table and shared[id(t)]), key=lambda t: shared[id(t)], default=None
+        )
+        self.estimator = Estimator(self.table, self.reference)
+        self.measured = {v for v, _, _ in self.estimator.cells}
+        self.envs = {e for _, e, _ in self.estimator.cells}
+
+    def seconds(self, variant: str, env: str, size: str, iterations: int, seeds: int = 1):
+        """The run's estimated seconds, or None where nothing is known of its variant at its size."""
+        if variant not in self.measured:  # a setting never measured (CUDA graphs, an env stack) is priced as its script
             variant = variant.split("+")[0]
-        if gpu:
+        if self.gpu and not self.from_gpu:
             size = "s"
-        seconds = estimator.seconds(variant, env, size, int(iterations), int(seeds[0]) if seeds else 1)
+        found = self.estimator.seconds(variant, env, size, iterations, seeds)
+        if found is None and self.from_gpu:
+            found = self.estimator.seconds(variant, env, "s", iterations, seeds)
+        return found
+
+    def source(self) -> str:
+        """Where the prices come from, for the estimate's line."""
+        if self.gpu and not self.from_gpu:
+            return f"estimate from CPU costs; a GPU will differ (runs measured on {self.table['cpu']}, every size priced as size s)"
+        text = f"from runs measured on {self.table['cpu']}" + (
+            "" if self.own else f", not on this {'GPU' if self.gpu else 'CPU'}"
+        )
+        text += f" (what it lacks, from {self.reference['cpu']}, scaled)" if self.reference else ""
+        return text + (", a size not measured there priced as size s" if self.from_gpu else "")
+
+
+def estimate(lines, costs: Path = COSTS, at_once: int = 1, gpu: bool = False, source: bool = True, cpu=None) -> str:
+    """One line: the estimated duration of the runs given as "VARIANT ENV SIZE ITERATIONS [SEEDS]" lines, `at_once` at a
+    time, and (source) what it comes from (Prices: costs, gpu and cpu)."""
+    try:
+        prices = Prices(costs, gpu, cpu)
+    except (OSError, ValueError) as e:
+        return f"no estimate: cannot read {costs} ({e})"
+    total, known, unknown, unmeasured_envs = 0.0, 0, set(), set()
+    for variant, env, size, iterations, *seeds in (line.split() for line in lines if line.strip()):
+        if env not in prices.envs:
+            unmeasured_envs.add(env)
+        seconds = prices.seconds(variant, env, size, int(iterations), int(seeds[0]) if seeds else 1)
         if seconds is None:
-            unknown.add(f"{variant} at size {size}")
+            unknown.add(f"{variant.split('+')[0] if variant not in prices.measured else variant} at size {size}")
         else:
             total, known = total + seconds, known + 1
     text = f"estimated {duration(total / at_once)} for {known} runs" + (f", {at_once} at a time" if at_once > 1 else "")
     if source:
-        text += (
-            f"; estimate from CPU costs; a GPU will differ (runs measured on {table['cpu']}, every size priced as size s)"
-            if gpu
-            else f", from runs measured on {table['cpu']}"
-            + ("" if own else ", not on this CPU")
-            + (f" (what it lacks, from {reference['cpu']}, scaled)" if reference else "")
-        )
+        text += ("; " if gpu and not prices.from_gpu else ", ") + prices.source()
     if unknown:
         text += f"; no measured cost for {', '.join(sorted(unknown))}: their runs are not counted"
     if unmeasured_envs:  # priced as a typical env, which a dear env's step may exceed many times over

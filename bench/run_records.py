@@ -3,6 +3,7 @@ failure record of a run that failed, and the check made before a sweep that no o
 another GPU) has records in its directory."""
 
 import functools
+import importlib.metadata
 import json
 import os
 import platform
@@ -36,6 +37,14 @@ def read_status(path: str, run: tuple = None) -> tuple:
     if run is not None and status in ("ok", "failed") and (why := other_settings(record, run)):
         return "stale", why
     return status, ""
+
+
+def record_host(path: str):
+    """The machine (host name) an ok record was timed on, None where it does not say."""
+    try:
+        return json.loads(Path(path).read_text()).get("host")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def planned(run: tuple) -> list:
@@ -145,12 +154,27 @@ def settings_of(record: dict) -> dict:
     return {**((record.get("cpu") or {}).get("allocator") or {}), "XLA_FLAGS": record.get("xla_flags")}
 
 
+def other_versions(versions: dict) -> str:
+    """How a record's library versions differ from this interpreter's ("torch 2.11.0, here 2.13.0"), or ''."""
+    for name, version in versions.items():
+        try:
+            installed = platform.python_version() if name == "python" else importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            installed = "none"
+        if installed != version:
+            return f"{name} {version}, and this machine has {installed}"
+    return ""
+
+
 def other_machine(out: str) -> str:
-    """A record in `out` timed on another machine than this one, named with both, or '': on a CPU, another CPU
-    model; on a GPU, a GPU this machine does not have, or another CPU beside it (the host dispatches every kernel);
-    on either, another allocator setting or other XLA_FLAGS than this process's environment has."""
+    """A record in `out` timed on another kind of machine than this one, named with both, or '': on a CPU, another CPU
+    model; on a GPU, a GPU model this machine does not have, or other versions of the libraries (a sweep of one GPU
+    model may go on on another machine with that GPU, whatever its CPU: plot.py pools their blocks, each block timed
+    on one machine); on either, another allocator setting or other XLA_FLAGS than this process's environment has."""
     here, gpus, setting = cpu_model(), None, run_setting(os.environ)
     for path in Path(out).rglob("*.json"):
+        if ".caches" in path.relative_to(out).parts:  # the compiler caches the runs share: no records
+            continue
         try:
             record = json.loads(path.read_text())
         except (OSError, ValueError):
@@ -163,7 +187,9 @@ def other_machine(out: str) -> str:
             gpus = gpu_names() if gpus is None else gpus
             if gpu not in gpus:
                 return f"{path.name} was timed on an {gpu}, and this machine has {', '.join(gpus) or 'no GPU'}"
-        if model not in (None, here):
+            if other := other_versions(record.get("versions") or {}):
+                return f"{path.name} was timed with {other}"
+        elif model not in (None, here):
             return f"{path.name} was timed on {model}, and this machine is {here}"
         if (theirs := run_setting(settings_of(record))) != setting:
             return f"{path.name} was timed with {theirs or 'no setting'}, and this sweep has {setting or 'none'}"

@@ -21,7 +21,7 @@ from typing import Optional
 
 import numpy as np
 
-from report.records import DECLARED, VARIANTS, Unreadable, load_runs, machine, ordered
+from report.records import DECLARED, VARIANTS, Unreadable, load_runs, machine, ordered, warm
 from report.tables import table
 from report.timing import REFERENCE, compare, memory, suite
 
@@ -155,7 +155,9 @@ def missing(entry, variant: str) -> str:
 
 
 def compile_seconds(runs) -> str:
-    return seconds(float(np.median([r.record["iteration_durations"][0] for r in runs])))
+    """The median iteration 0 of the runs that compiled from cold (a run given warm caches loaded its programs)."""
+    cold = [r.record["iteration_durations"][0] for r in runs if not warm(r.record)]
+    return seconds(float(np.median(cold))) if cold else "not timed from cold"
 
 
 def peak_memory(runs) -> str:

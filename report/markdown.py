@@ -49,6 +49,18 @@ def header(h) -> list:
         f"- compiled again after iteration 0 ({count}x), its times include it: {experiment}/{variant} {env} {size} seed {seed}"
         for count, experiment, variant, env, size, seed in h["recompiled"]
     ]
+    caches = h["caches"]
+    if caches["warm"]:  # records from before the caches were shared name none: every run compiled from cold
+        lines.append(
+            f"- compiler caches: {caches['warm']} runs loaded their programs from the sweep's warm caches (their"
+            f" iteration 0 is not a compile time), {caches['cold']} compiled from cold (the compile figures)"
+        )
+        lines += [
+            f"- given warm caches but compiled afresh (the caches missed): {experiment}/{variant} {env} {size} seed {seed}"
+            for experiment, variant, env, size, seed in caches["compiled_anyway"]
+        ]
+    if (h["machines"] or 0) > 1:
+        lines.append(f"- timed on {h['machines']} machines with this GPU, each block on one")
     return lines + [""]
 
 

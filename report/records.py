@@ -169,6 +169,18 @@ def load_runs(directory: Path):
     return runs, failures
 
 
+def warm(record) -> bool:
+    """Did the run read persistent compiler caches (benchmark.sh shares them between the runs that time steady
+    iterations)? Its iteration 0 may then have loaded its programs rather than compiled them: no compile-time figure
+    comes from it. Records from before the caches name none: every run then compiled from cold."""
+    return bool((record.get("caches") or {}).get("persistent"))
+
+
+def compiled_anyway(record) -> bool:
+    """A run given warm caches that compiled afresh all the same: they missed (a cell's first run fills them)."""
+    return warm(record) and any(found.get("misses") for found in record["caches"].values() if isinstance(found, dict))
+
+
 def machine(record) -> str:
     """What a run's times were measured on: its GPU, or its CPU model and the cores it could use, with the allocator
     setting or XLA_FLAGS it ran under if any (records before schema 2 do not name the CPU: they count as one machine

@@ -9,11 +9,13 @@ from typing import Optional
 from report import learning, seeds, timing
 from report.records import (  # (it puts bench/ on the path)
     HOST_WAITS_ON_GPU,
+    compiled_anyway,
     env_axis,
     group_by,
     handover_floors,
     host_cores,
     machine,
+    warm,
 )
 
 
@@ -45,17 +47,20 @@ def summarize(runs, failures, directory: Path) -> Summary:
     overall, sync, scaling, learn = (by_experiment[e] for e in ("overall", "sync", "scaling", "learn"))
     one_seed = [r for r in runs if r.num_seeds == 1]  # what the sections but seeds' compare: one seed a run
     compiled = overall + by_experiment["compile"]
+    # Where the overall runs loaded their programs from warm caches, what compiling costs comes from the compile
+    # experiment's runs, which compiled from cold (benchmark.sh's "Compiler caches").
+    cold = [r for r in by_experiment["compile"] if not warm(r.record)] if any(warm(r.record) for r in overall) else None
     return Summary(
         device=runs[0].record["device"],
         machine=machine(runs[0].record),
         header=header(runs, failures, directory),
         answer=answer(overall, directory) if overall else None,
-        overhead=timing.overhead(overall) if overall else None,
+        overhead=timing.overhead(overall, cold) if overall else None,
         rollout_update=timing.rollout_update(sync, handover_floors(directory, sync)) if sync else None,
         compilation=timing.compilation(compiled) if compiled else None,
         memory=timing.memory(one_seed),
         durations=durations(overall, directory) if overall else None,
-        speedups=timing.speedups(overall) if overall else None,
+        speedups=timing.speedups(overall, cold) if overall else None,
         scaling=timing.scaling(scaling) if scaling else None,
         seeds=seeds.seeds(by_experiment["seeds"]) if by_experiment["seeds"] else None,
         stacks=timing.stacks(by_experiment["stacks"], handover_floors(directory, by_experiment["stacks"]))
@@ -76,12 +81,24 @@ def header(runs, failures, directory: Path) -> dict:
         "runs": len(runs),
         "directory": directory,
         "failures": failures,
+        "caches": {
+            "warm": sum(warm(r.record) for r in runs),
+            "cold": sum(not warm(r.record) for r in runs),
+            "compiled_anyway": [(r.experiment, r.variant, r.env, r.size, r.seed) for r in runs if compiled_anyway(r.record)],
+        },
+        "machines": machines(runs) if runs[0].record["device"] != "cpu" else None,  # a CPU's: one model, any hosts
         "recompiled": [
             (r.record["compiles_after_first_iteration"], r.experiment, r.variant, r.env, r.size, r.seed)
             for r in runs
             if r.record["compiles_after_first_iteration"]
         ],
     }
+
+
+def machines(runs) -> int:
+    """How many machines (hosts) the runs were timed on: a sweep of one GPU model may be resumed on another machine
+    with that GPU, never within a block (bench/plan.py)."""
+    return len({r.record.get("host") for r in runs})
 
 
 def answer(runs, directory: Path):

@@ -23,6 +23,7 @@ from report.records import (
     median_by,
     ordered,
     sizes_of,
+    warm,
 )
 
 FRAMEWORK = {v.name: v.framework for v in DECLARED}  # a setting (torch_compile+graphs) has its script's
@@ -39,6 +40,7 @@ METRICS = {  # seconds, per run
     "update": lambda r: steady_part(r, "update_durations"),
 }
 SPEEDUP_METRICS = ("steady", "iteration 0", "total")
+COLD_METRICS = {"iteration 0", "total"}  # measured only on runs that compiled from cold (records.warm)
 # Iteration 0 holds tracing and compilation; 1-7 may still warm up (caches, allocator); 8-end is steady.
 WINDOWS = {"iteration 0": slice(0, 1), "iterations 1-7": slice(1, 8), "iterations 8-end": slice(8, None)}
 
@@ -54,8 +56,8 @@ def block(run):
 
 
 def paired_ratios(runs, a, b, metric):
-    """time(b) / time(a) in every block where both ran."""
-    times = {(r.variant, block(r)): METRICS[metric](r) for r in runs}
+    """time(b) / time(a) in every block where both ran (both cold, for a metric that holds compilation)."""
+    times = {(r.variant, block(r)): METRICS[metric](r) for r in runs if metric not in COLD_METRICS or not warm(r.record)}
     return [times[b, k] / times[a, k] for (v, k) in times if v == a and (b, k) in times]
 
 
@@ -187,14 +189,18 @@ def answer(runs):
 
 
 # ---------------------------------------------------------------- the other sections
-def overhead(runs):
+def overhead(runs, cold=None):
     """Setup and iteration 0 (compilation) in seconds, and the later windows' seconds per iteration: per (variant,
-    size, window), the median over the runs with its interval."""
+    size, window), the median over the runs with its interval. Iteration 0 from the runs that compiled from cold:
+    those of `runs` (by default), or of `cold` (the compile experiment's, where the timed runs had warm caches)."""
     values = defaultdict(list)  # (variant, size, window): one value per run
+    for r in cold if cold is not None else runs:
+        if not warm(r.record):
+            values[r.variant, r.size, "iteration 0"].append(r.record["iteration_durations"][0])
     for r in runs:
         values[r.variant, r.size, "setup"].append(r.record["setup_duration"])
         for window, cut in WINDOWS.items():
-            if r.record["iteration_durations"][cut]:
+            if window != "iteration 0" and r.record["iteration_durations"][cut]:
                 values[r.variant, r.size, window].append(float(np.mean(r.record["iteration_durations"][cut])))
     return {
         "sizes": sizes_of(runs),
@@ -312,12 +318,14 @@ def durations(runs):
     }
 
 
-def speedups(runs):
-    """Pairwise ratios of every two variants, per metric and size: {metric: rows}. None without a pair."""
+def speedups(runs, cold=None):
+    """Pairwise ratios of every two variants, per metric and size: {metric: rows}. None without a pair. The metrics
+    that hold compilation from `cold` where given (the compile experiment's runs, where `runs` had warm caches)."""
     sizes = sizes_of(runs)
     variants = ordered([r.variant for r in runs if r.variant in SPEEDUP_VARIANTS], SPEEDUP_VARIANTS)
     pairs = list(itertools.combinations(variants, 2))
-    rows = {m: [compare(runs, a, b, m, size) for size in sizes for a, b in pairs] for m in SPEEDUP_METRICS}
+    source = {m: cold if cold is not None and m in COLD_METRICS else runs for m in SPEEDUP_METRICS}
+    rows = {m: [compare(source[m], a, b, m, size) for size in sizes for a, b in pairs] for m in SPEEDUP_METRICS}
     rows = {m: [r for r in rs if r] for m, rs in rows.items()}
     return {"sizes": sizes, "rows": rows} if any(rows.values()) else None
 

@@ -34,6 +34,7 @@ are counted too: memory the kernel maps afresh shows there.
         --env-id Breakout-MinAtar --iterations 11 --blocks 5 --out results/studies/cores-threads/one-core-breakout-s.json
     python studies/run_settings.py --settings warm_caches --variants jax_linen,jax_nnx,jax_equinox,torch,torch_compile \
         --env-id CartPole-v1 --blocks 3 --out results/studies/warm-caches/cartpole-s.json
+    python studies/run_settings.py --pool A.json,B.json --out pooled.json   # the blocks of two runs of a study as one
 """
 
 import argparse
@@ -171,7 +172,10 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=21, help="iterations a run (iteration 0 is not counted)")
     parser.add_argument("--blocks", type=int, default=4, help="blocks of runs (an interval needs 2)")
     parser.add_argument("--out", default="results/run_settings.json")
+    parser.add_argument("--pool", help="run nothing: pool the blocks of these outputs (comma-separated) into --out")
     args = parser.parse_args()
+    if args.pool:
+        return pool(args.pool.split(","), args.out)
     variants, settings = args.variants.split(","), [OWN, *args.settings.split(",")]
     for problem in problems(args, variants, settings[1:]):
         if problem:
@@ -190,23 +194,70 @@ def main() -> None:
                     runs[variant][setting].append(run(variant, setting, block + 1, args, tmp))
                 shown = {s: [round(r["steady_s"], 4) for r in made] for s, made in runs[variant].items()}
                 print(f"block {block + 1}/{args.blocks}, {variant}: {shown}", flush=True)
-    seconds = {v: {s: [r["steady_s"] for r in made] for s, made in row.items()} for v, row in runs.items()}
-    result = {
+    meta = {
         "cpu": cpu_model(),  # a study's timings hold only on the CPU model they were made on
         "env_id": args.env_id,
         "size": args.size,
         "iterations": args.iterations,
         "blocks": args.blocks,
         "settings": {s: SETTINGS[s] | ({"cores": CORES[s]} if s in CORES else {}) for s in settings},
-        "variants": {},
     }
-    for variant, row in ratios(seconds).items():
-        kept = {key: {s: [r[key] for r in made] for s, made in runs[variant].items()} for key in ("minor_faults", "wall_s")}
-        result["variants"][variant] = {"steady_s": seconds[variant], **kept, **row}
-        if WARM in settings:  # the runs that compiled anyway, if any: their caches missed
-            made = runs[variant][WARM]
-            result["variants"][variant]["warm_caches_missed"] = [i + 1 for i, r in enumerate(made) if missed(r["caches"])]
+    kept = {
+        v: {key: {s: [r[key] for r in made] for s, made in row.items()} for key in ("steady_s", "minor_faults", "wall_s")}
+        for v, row in runs.items()
+    }
+    for variant, row in runs.items():
+        if WARM in settings:  # the blocks whose warm run compiled anyway, if any: its caches missed
+            kept[variant]["warm_caches_missed"] = [i + 1 for i, r in enumerate(row[WARM]) if missed(r["caches"])]
+    result = summary(meta, kept)
     write_atomic(args.out, json.dumps(result, indent=1) + "\n")
+    show(result)
+
+
+def summary(meta: dict, kept: dict) -> dict:
+    """The study's output: `meta` (the CPU, env, size, ...) and per variant what each block measured under each setting
+    (`kept`), with the ratios over the blocks."""
+    result = {**meta, "variants": {}}
+    for variant, row in ratios({v: row["steady_s"] for v, row in kept.items()}).items():
+        result["variants"][variant] = {**kept[variant], **row}
+    return result
+
+
+def pool(paths: list, out: str) -> None:
+    """The blocks of several outputs of one study (the same CPU model, env, size, iterations and settings) as one:
+    their ratios over every block, written to `out`."""
+    made = []
+    for path in paths:
+        try:
+            with open(path) as f:
+                made.append(json.load(f))
+        except (OSError, ValueError) as e:
+            print(f"error: --pool: cannot read {path} ({e})", file=sys.stderr)
+            raise SystemExit(2) from None
+    same = ("cpu", "env_id", "size", "iterations", "settings")
+    for path, other in zip(paths[1:], made[1:]):
+        if differs := [key for key in same if other.get(key) != made[0].get(key)]:
+            print(f"error: --pool: {path} differs from {paths[0]} in {', '.join(differs)}", file=sys.stderr)
+            raise SystemExit(2)
+    check_out(out)
+    variants = [v for v in made[0]["variants"] if all(v in m["variants"] for m in made)]
+    kept, offset = {v: {} for v in variants}, 0
+    for m in made:
+        for v in variants:
+            row = m["variants"][v]
+            for key in ("steady_s", "minor_faults", "wall_s"):
+                for s, values in row[key].items():
+                    kept[v].setdefault(key, {}).setdefault(s, []).extend(values)
+            if "warm_caches_missed" in row:
+                kept[v].setdefault("warm_caches_missed", []).extend(i + offset for i in row["warm_caches_missed"])
+        offset += m["blocks"]
+    result = summary({**{k: made[0][k] for k in same}, "blocks": offset, "pooled": paths}, kept)
+    write_atomic(out, json.dumps(result, indent=1) + "\n")
+    show(result)
+
+
+def show(result: dict) -> None:
+    """Each variant's ratio under each setting, one line each."""
     for variant, row in result["variants"].items():
         for setting, r in row["over_scripts_own"].items():
             line = f"{variant}, {setting}: {r['ratio']:.3f}x [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] the scripts' own steady iteration"
@@ -215,7 +266,9 @@ def main() -> None:
             if setting == WARM:
                 wall = geometric_mean(np.array(row["wall_s"][WARM]) / np.array(row["wall_s"][OWN]))
                 saved = statistics.median(np.array(row["wall_s"][OWN]) - np.array(row["wall_s"][WARM]))
-                line += f"; a run's wall time {wall['ratio']:.2f}x [{wall['ci'][0]:.2f}, {wall['ci'][1]:.2f}], {saved:.1f} s saved"
+                line += (
+                    f"; a run's wall time {wall['ratio']:.2f}x [{wall['ci'][0]:.2f}, {wall['ci'][1]:.2f}], {saved:.1f} s saved"
+                )
             print(line)
 
 

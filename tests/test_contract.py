@@ -24,6 +24,7 @@ from conftest import (
     run_script,
     tensorboard_events,
 )
+from load_script import warm_compiler_caches
 from run_records import ALLOCATOR, XLA_ONE_THREAD
 
 SCHEMA_KEYS = {
@@ -151,6 +152,7 @@ def check_record(
     else:
         assert record["rollout_durations"] is None and record["update_durations"] is None
     assert record["compiles_after_first_iteration"] == 0
+    assert record["caches"]["persistent"] is False and record["caches"]["jax"] == {"hits": 0, "misses": 0}  # cold
     returns = record["episodic_return"]
     assert len(returns) == iterations
     if not episodes_finish:
@@ -199,6 +201,27 @@ def tiny_run(directory, variant, env_id, iterations, *flags):
     steps = ["--total-timesteps", str(4 * 16 * iterations), "--json-out", str(out)]
     proc = run_script(variant, *as_flags(TINY), "--env-id", env_id, *steps, *flags, cwd=directory)
     return proc, read_json(out) if out.exists() else None, sorted(p.name for p in directory.iterdir())
+
+
+@pytest.mark.parametrize("variant", ["jax_linen", pytest.param("torch_compile", marks=pytest.mark.slow)])
+def test_a_run_given_warm_caches_loads_what_the_run_before_compiled(variant, tmp_path):
+    """Two runs sharing the sweep's caches (benchmark.sh's warm ones): the first compiles and writes every program,
+    the second loads them all and compiles nothing; both record it, and count a hit as a compilation."""
+    env = {**warm_compiler_caches(str(tmp_path / "caches")), "TORCH_COMPILE_FORCE_DISABLE_CACHES": "0"}
+    found = []
+    for run in ("first", "second"):
+        (tmp_path / run).mkdir()
+        out = tmp_path / run / "result.json"
+        flags = [*as_flags(TINY), "--env-id", "CartPole-v1", "--total-timesteps", str(4 * 16 * 2), "--json-out", str(out)]
+        proc = run_script(variant, *flags, cwd=tmp_path / run, env=env)
+        assert proc.returncode == 0, proc.stderr
+        found.append(read_json(out))
+    first, second = (record["caches"] for record in found)
+    assert first["persistent"] and second["persistent"]
+    assert first["jax"]["misses"] > 0 and second["jax"]["misses"] == 0 and second["jax"]["hits"] >= first["jax"]["misses"]
+    if variant == "torch_compile":
+        assert first["inductor"]["misses"] > 0 and second["inductor"] == {"hits": first["inductor"]["misses"], "misses": 0}
+    assert all(record["compiles_after_first_iteration"] == 0 for record in found)
 
 
 def sync_timed_run(directory, variant):

@@ -788,3 +788,31 @@ def test_the_answers_legend_fits_its_figure_when_one_panel_holds_every_variant()
     assert 0 <= legend.x0 and legend.x1 <= fig.bbox.width and legend.y1 <= fig.bbox.height
     assert legend.y0 >= title.y1
     figures.plt.close(fig)
+
+
+def test_compile_figures_come_from_cold_runs_and_a_warm_run_that_compiled_is_named(tmp_path):
+    """Overall runs given warm caches load their programs in iteration 0: the steady ratio comes from them, but
+    iteration 0's and the total's from the compile experiment's cold runs; a warm run whose caches missed is named."""
+    d, seconds = tmp_path / "warm", {"jax_linen": 0.1, "torch": 0.3}
+    for seed in (1, 2, 3):
+        for variant, t in seconds.items():
+            warm = record("overall", variant, "CartPole-v1", "s", seed, total=20 * t, iteration=t)
+            warm["iteration_durations"][0] = {"jax_linen": 1.0, "torch": 0.5}[variant]  # loaded, not compiled
+            warm["caches"] = {"persistent": True, "jax": {"hits": 40, "misses": 40 if seed == 1 else 0}}
+            write(d, f"overall/{variant}__CartPole-v1__s__seed{seed}.json", warm)
+            cold = record("compile", variant, "CartPole-v1", "s", seed, total=50 * t, iteration=t)
+            cold["caches"] = {"persistent": False, "jax": {"hits": 0, "misses": 0}}
+            write(d, f"compile/{variant}__CartPole-v1__s__seed{seed}.json", cold)
+    assert plot.main([str(d)]) == 0
+    rows = json.loads((d / "summary.json").read_text())["ratios"]
+    pair = {r["metric"]: r for r in rows if (r["a"], r["b"]) == ("jax_linen", "torch") and r["size"] == "s"}
+    assert pair["steady"]["experiment"] == "overall" and math.isclose(pair["steady"]["ratio"], 3.0)
+    for metric in ("iteration 0", "total"):  # 30 t and 50 t, cold: 3x; the warm runs' iteration 0 would give 0.5x
+        assert pair[metric]["experiment"] == "compile" and math.isclose(pair[metric]["ratio"], 3.0), pair[metric]
+    text = (d / "summary.md").read_text()
+    assert "- compiler caches: 6 runs loaded their programs from the sweep's warm caches" in text
+    named = [line for line in text.splitlines() if "given warm caches but compiled afresh" in line]
+    assert named == [
+        f"- given warm caches but compiled afresh (the caches missed): overall/{v} CartPole-v1 s seed 1"
+        for v in ("jax_linen", "torch")
+    ]

@@ -125,7 +125,7 @@ def test_the_table_is_built_from_one_cpu_models_records_only(tmp_path):
         capture_output=True,
         text=True,
     )
-    assert proc.returncode == 2 and "2 CPU models" in proc.stderr and not (tmp_path / "t.json").exists()
+    assert proc.returncode == 2 and "2 machine models" in proc.stderr and not (tmp_path / "t.json").exists()
     (tmp_path / "r1.json").unlink()
     (tmp_path / "t.json").write_text(json.dumps({"startup_s": {"torch": 7.0}}))
     table = run_costs.build([tmp_path], tmp_path / "t.json", {"torch": 7.0})

@@ -244,9 +244,11 @@ def test_slurm_submits_with_sbatch_in_arrays_of_at_most_1000(tmp_path):
     full = sweep("--preset", "full", "--out", str(tmp_path / "full"), "--slurm", "--jobs", "16", env={"PATH": path})
     assert full.returncode == 0, full.stdout + full.stderr
     script = tmp_path / "full" / "slurm" / "benchback.sbatch"
+    arrays = [(offset, min(1000, n - offset)) for offset in range(0, n, 1000)]  # each after the one before
     assert calls.read_text().splitlines() == [
-        f"--parsable --array=1-1000%16 --export=ALL,BENCHBACK_TASK_OFFSET=0 {script}",
-        f"--parsable --dependency=afterany:101 --array=1-{n - 1000}%16 --export=ALL,BENCHBACK_TASK_OFFSET=1000 {script}",
+        f"--parsable{f' --dependency=afterany:{100 + i}' if i else ''} --array=1-{size}%16"
+        f" --export=ALL,BENCHBACK_TASK_OFFSET={offset} {script}"
+        for i, (offset, size) in enumerate(arrays)
     ]
     assert "--preset full --out" in script.read_text() and "--jobs" not in script.read_text()
 
