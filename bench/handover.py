@@ -5,8 +5,8 @@
 ppo_torch.py's rollout steps the environments by one jitted JAX call per step and hands every action to JAX and
 every observation back to torch through DLPack. That part of torch's rollout time is not PyTorch's: the JAX
 scripts step inside one compiled scan. This tool runs ppo_torch.py's own `rollout` (the same calls, on the same
-device and streams) with a policy that returns a fixed action and a critic that returns fixed values, so what is
-timed is the environment, the hand-overs and the rollout's stacking, no network. benchmark.sh runs it (to
+device and streams) with a policy that returns a fixed action, so what is timed is the environment, the hand-overs
+and the rollout's stacking, no network (the critic runs after the rollout, in collect). benchmark.sh runs it (to
 OUT/handover.json) where a torch script is in the sync experiment, and plot.py's rollout-vs-update section splits
 each torch rollout into this floor and the rest, PyTorch's part (the network and GAE).
 
@@ -42,13 +42,11 @@ def rollout_floor(module, env_id: str, num_envs: int, num_steps: int, iterations
     num_actions = env.action_space(env_params).n
     actions = torch.arange(num_envs, device=device) % num_actions  # every action taken, none computed
     logprobs = torch.zeros(num_envs, device=device)
-    values = torch.zeros(2 * num_steps * num_envs, device=device)
     act = lambda obs: (actions, logprobs)
-    critic = lambda obs: values
     durations, handed_over = [], []
     for i in range(iterations + 1):  # the first compiles the env step: not timed
         t0 = time.perf_counter()
-        runner, _, _ = module.rollout(runner, act, critic, env_step, handed_over, args)
+        runner, _ = module.rollout(runner, act, env_step, handed_over, args)
         module.synchronize(device)
         if i:
             durations.append(time.perf_counter() - t0)
