@@ -464,10 +464,11 @@ def check_args(args: Args):
     check_limits(args)
     supported = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]  # that one downloads MNIST when built
     supported += ["Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1"]  # Craftax's symbolic ones (pixels: textures)
-    if args.env_id not in supported:
-        raise UsageError(f"unsupported --env-id {args.env_id!r}; supported ids: {', '.join(supported)}")
-    env, env_params = make_env(args.env_id)  # to see its actions; train() makes its own
-    if not isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete):
+    discrete = lambda env, env_params: isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete)
+    if args.env_id not in supported:  # named with the ids it can train, not those refused next (all Craftax's can)
+        ids = [e for e in supported if e.startswith("Craftax") or discrete(*make_env(e))]
+        raise UsageError(f"unsupported --env-id {args.env_id!r}; supported ids: {', '.join(ids)}")
+    if not discrete(*make_env(args.env_id)):  # to see its actions; train() makes its own
         raise UsageError(f"{args.env_id} has continuous actions; only discrete-action environments are supported")
     device = jax.devices()[0] if args.cuda else jax.devices("cpu")[0]  # the GPU if jax sees one
     if args.cuda and device.platform == "cpu":
