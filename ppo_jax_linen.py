@@ -329,7 +329,7 @@ def train(args: Args) -> dict:
     # Not PPO but how the loop runs it: compiled (with --sync-timing, collect and update apart), vmapped over the seeds.
     # With --rollout python, a rollout of one step (XLA drops a scan of one trip) is called from Python a step at a
     # time, as the torch scripts step it; its steps go to collect.
-    per_seed = lambda f, in_axes=0: jax.vmap(f, in_axes=in_axes) if args.num_seeds > 1 else f  # None: not mapped
+    per_seed = lambda f, in_axes=0: jax.vmap(f, in_axes=in_axes) if args.num_seeds > 1 else f  # None: shared by the seeds
     collect_jit, iteration_jit = jax.jit(per_seed(collect)), jax.jit(per_seed(collect_and_update))
     update_jit = jax.jit(per_seed(update, in_axes=(0, 0, None, None)), static_argnames=("agent", "args"))
     step_jit = jax.jit(lambda runner: rollout(runner, agent, env, env_params, dataclasses.replace(args, num_steps=1)))

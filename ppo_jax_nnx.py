@@ -334,7 +334,7 @@ def train(args: Args) -> dict:
     # Not PPO but how the loop runs it: compiled (with --sync-timing, collect and update apart), vmapped over the seeds.
     # nnx.jit finds the modules' state by walking their object graph in Python on every call, and writes the new
     # state back into them afterwards. cached_partial walks the graph once, here.
-    per_seed = lambda f, in_axes=0: nnx.vmap(f, in_axes=in_axes) if args.num_seeds > 1 else f  # None: not mapped
+    per_seed = lambda f, in_axes=0: nnx.vmap(f, in_axes=in_axes) if args.num_seeds > 1 else f  # None: shared by the seeds
     bind = nnx.cached_partial if args.cached_partial else functools.partial
     collect_jit = bind(nnx.jit(per_seed(collect)), agent, optimizer)
     iteration_jit = bind(nnx.jit(per_seed(collect_and_update)), agent, optimizer)

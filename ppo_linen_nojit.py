@@ -330,7 +330,7 @@ def train(args: Args) -> dict:
 
     # Not PPO but how the loop runs it: with no jax.jit, called directly, op by op (with --sync-timing, collect and
     # update apart), vmapped over the seeds (jax.vmap batches each op).
-    per_seed = lambda f, in_axes=0: jax.vmap(f, in_axes=in_axes) if args.num_seeds > 1 else f  # None: not mapped
+    per_seed = lambda f, in_axes=0: jax.vmap(f, in_axes=in_axes) if args.num_seeds > 1 else f  # None: shared by the seeds
     collect_seeds, iteration_seeds = per_seed(collect), per_seed(collect_and_update)
     update_seeds = per_seed(update, in_axes=(0, 0, None, None))
 
