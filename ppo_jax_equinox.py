@@ -117,28 +117,30 @@ class Agent(eqx.Module):
         self.critic = MLP(obs_dim, hidden, 1, out_gain=1.0, key=critic_key)
 
     def __call__(self, obs):
-        x = obs.reshape(obs.shape[0], -1).astype(jnp.float32)
-        return jax.vmap(self.actor)(x), jax.vmap(self.critic)(x).squeeze(-1)
+        return self.logits(obs), self.value(obs)
+
+    def logits(self, obs):  # acting needs the actor alone
+        return jax.vmap(self.actor)(obs.reshape(obs.shape[0], -1).astype(jnp.float32))
 
     def value(self, obs):
         return jax.vmap(self.critic)(obs.reshape(obs.shape[0], -1).astype(jnp.float32)).squeeze(-1)
 
 
 # ---------------------------------------------------------------- rollout
-class EpisodeStats(NamedTuple):
-    returns: jax.Array  # return so far of each env's current episode
+class EpisodeStats(NamedTuple):  # per env: the return and length of its episode so far, or of one that just ended
+    returns: jax.Array
     lengths: jax.Array
 
 
-class Transition(NamedTuple):
+class Transition(NamedTuple):  # one step of every env; a rollout's steps are stacked: (num_steps, num_envs, ...)
     obs: jax.Array
     action: jax.Array
     logprob: jax.Array
-    value: jax.Array
     reward: jax.Array
     terminated: jax.Array
     truncated: jax.Array
-    bootstrap_value: jax.Array  # V(observation reached before any auto-reset)
+    final_obs: jax.Array  # the observation reached before any auto-reset: its value bootstraps a truncation
+    finished: EpisodeStats  # the episodes that ended on this step (0 where none did)
 
 
 class Runner(NamedTuple):
@@ -161,31 +163,27 @@ def make_env(env_id: str):
     return gymnax.make(env_id)
 
 
-def step_envs(env, env_params, key, env_state, episode: EpisodeStats, action):
-    """Step every env once (gymnax resets finished ones); also returns per env the return and length of
-    an episode that finished on this step (0 where none did)."""
+def step_envs(env, env_params, key, runner: Runner, action, logprob):
+    """Step every env once (gymnax resets finished ones): the runner after the step, and the step's Transition."""
     keys = jax.random.split(key, action.shape[0])
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))  # one key, state and action per env; the same params
-    obs, env_state, reward, terminated, truncated, info = step(keys, env_state, action, env_params)
+    obs, env_state, reward, terminated, truncated, info = step(keys, runner.env_state, action, env_params)
     done = jnp.logical_or(terminated, truncated)
-    returns, lengths = episode.returns + reward, episode.lengths + 1
-    finished = (jnp.where(done, returns, 0.0), jnp.where(done, lengths, 0), done)
+    returns, lengths = runner.episode.returns + reward, runner.episode.lengths + 1
+    finished = EpisodeStats(jnp.where(done, returns, 0.0), jnp.where(done, lengths, 0))
+    transition = Transition(runner.obs, action, logprob, reward, terminated, truncated, info["final_observation"], finished)
     episode = EpisodeStats(jnp.where(done, 0.0, returns), jnp.where(done, 0, lengths))
-    return obs, env_state, episode, (reward, terminated, truncated, info["final_observation"]), finished
+    return runner._replace(env_state=env_state, obs=obs, episode=episode), transition
 
 
 def rollout(runner: Runner, env, env_params, args: Args):
     def step(runner: Runner, _):
         key, action_key, env_key = jax.random.split(runner.key, 3)
-        logits, value = runner.agent(runner.obs)
+        logits = runner.agent.logits(runner.obs)
         action = jax.random.categorical(action_key, logits)
         logprob = jnp.take_along_axis(jax.nn.log_softmax(logits), action[:, None], axis=-1).squeeze(-1)
-        obs, env_state, episode, (reward, terminated, truncated, final_obs), finished = step_envs(
-            env, env_params, env_key, runner.env_state, runner.episode, action
-        )
-        bootstrap_value = runner.agent.value(final_obs)
-        transition = Transition(runner.obs, action, logprob, value, reward, terminated, truncated, bootstrap_value)
-        return runner._replace(env_state=env_state, obs=obs, episode=episode, key=key), (transition, finished)
+        runner, transition = step_envs(env, env_params, env_key, runner, action, logprob)
+        return runner._replace(key=key), transition
 
     return jax.lax.scan(step, runner, length=args.num_steps)
 
@@ -196,15 +194,14 @@ def compute_gae(rewards, values, bootstrap_values, terminated, truncated, gamma,
     observation step t reached before any reset: a truncation is bootstrapped, only a termination cuts the
     value off; either one ends the episode, which stops the advantage from flowing back across it."""
 
-    def backward(next_advantage, t):
-        reward, value, next_value, term, done = t
-        delta = reward + gamma * next_value * (1.0 - term) - value
-        advantage = delta + gamma * gae_lambda * (1.0 - done) * next_advantage
+    def backward(next_advantage, delta_and_discount):
+        delta, discount = delta_and_discount
+        advantage = delta + discount * next_advantage
         return advantage, advantage
 
-    done = jnp.logical_or(terminated, truncated)
-    xs = (rewards, values, bootstrap_values, terminated.astype(jnp.float32), done.astype(jnp.float32))
-    _, advantages = jax.lax.scan(backward, jnp.zeros_like(values[0]), xs, reverse=True)
+    deltas = rewards + gamma * bootstrap_values * (1.0 - terminated.astype(jnp.float32)) - values
+    discounts = gamma * gae_lambda * (1.0 - jnp.logical_or(terminated, truncated).astype(jnp.float32))
+    _, advantages = jax.lax.scan(backward, jnp.zeros_like(values[0]), (deltas, discounts), reverse=True)
     return advantages, advantages + values
 
 
@@ -286,9 +283,9 @@ def train(args: Args) -> dict:
     num_iterations = args.total_timesteps // batch_size
     grad_steps_per_iteration = args.update_epochs * args.num_minibatches
 
-    schedule = optax.linear_schedule(args.learning_rate, 0.0, num_iterations)
-    # CleanRL anneals once per iteration: the rate is constant within an update.
-    lr = (lambda count: schedule(count // grad_steps_per_iteration)) if args.anneal_lr else args.learning_rate
+    # CleanRL anneals once per iteration: the rate is constant within an update (and throughout without annealing).
+    schedule = optax.linear_schedule(args.learning_rate, 0.0 if args.anneal_lr else args.learning_rate, num_iterations)
+    lr = lambda count: schedule(count // grad_steps_per_iteration)  # of the gradient steps taken
     tx = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(lr, eps=1e-5))
 
     def init_runner(seed: int) -> Runner:
@@ -311,20 +308,21 @@ def train(args: Args) -> dict:
     stack = lambda *leaves: jnp.stack(leaves) if eqx.is_array(leaves[0]) else leaves[0]
     runner = runners[0] if args.num_seeds == 1 else jax.tree.map(stack, *runners)
     runner = jax.device_put(runner, device)
-    per_seed = eqx.filter_vmap if args.num_seeds > 1 else lambda f: f
 
     def collect(runner: Runner):
-        """Rollout, then GAE; returns the flat batch and the iteration's episode statistics."""
-        learning_rate = lr(runner.step) if args.anneal_lr else jnp.float32(lr)
-        runner, (traj, (episode_returns, episode_lengths, episode_done)) = rollout(runner, env, env_params, args)
+        """The rollout; the critic, once, batched over all its observations; GAE: the flat batch and episode statistics."""
+        runner, traj = rollout(runner, env, env_params, args)
+        obs = jnp.concatenate([traj.obs, traj.final_obs]).reshape(2 * batch_size, -1)
+        values, next_values = runner.agent.value(obs).reshape(2, args.num_steps, -1)
         terminated = traj.terminated if args.bootstrap_truncation else jnp.logical_or(traj.terminated, traj.truncated)
         advantages, returns = compute_gae(
-            traj.reward, traj.value, traj.bootstrap_value, terminated, traj.truncated, args.gamma, args.gae_lambda
+            traj.reward, values, next_values, terminated, traj.truncated, args.gamma, args.gae_lambda
         )
-        batch = Batch(traj.obs, traj.action, traj.logprob, traj.value, advantages, returns)
+        batch = Batch(traj.obs, traj.action, traj.logprob, values, advantages, returns)
         batch = jax.tree.map(lambda x: x.reshape(batch_size, *x.shape[2:]), batch)
-        stats = dict(episodes=episode_done.sum(), return_sum=episode_returns.sum(), length_sum=episode_lengths.sum())
-        stats |= dict(learning_rate=learning_rate, explained_variance=1 - jnp.var(returns - traj.value) / jnp.var(returns))
+        episodes, finished = jnp.logical_or(traj.terminated, traj.truncated).sum(), traj.finished
+        stats = dict(episodes=episodes, return_sum=finished.returns.sum(), length_sum=finished.lengths.sum())
+        stats |= dict(learning_rate=lr(runner.step), explained_variance=1 - jnp.var(returns - values) / jnp.var(returns))
         return runner, batch, stats
 
     def collect_and_update(runner: Runner):
@@ -332,18 +330,18 @@ def train(args: Args) -> dict:
         runner, losses = update(runner, batch, tx, args)
         return runner, {**stats, **losses}
 
-    # filter_jit traces the arrays among the arguments and holds everything else static (here tx and args). Unlike
-    # jax.jit it waits for its result before returning (it blocks on a marker output to raise Equinox's runtime errors:
-    # equinox/_jit.py), so a GPU cannot run ahead of the host; each call here ends a timed region, which waits anyway.
+    # Not PPO but how the loop runs it: compiled (with --sync-timing, collect and update apart), vmapped over the seeds.
+    # filter_jit traces the arrays among the arguments and holds the rest static (tx, args). Unlike jax.jit it waits for
+    # its result (it blocks on a marker output to raise Equinox's runtime errors: equinox/_jit.py), so a GPU cannot run
+    # ahead of the host; each call here ends a timed region, which waits anyway.
+    per_seed = eqx.filter_vmap if args.num_seeds > 1 else lambda f: f
     collect_jit, update_jit = eqx.filter_jit(per_seed(collect)), eqx.filter_jit(per_seed(update))
     iteration_jit = eqx.filter_jit(per_seed(collect_and_update))
 
     def run_iteration(runner: Runner):
-        """One iteration, waited for: the new runner, its metrics and, with --sync-timing, the seconds of the
-        rollout + GAE and of the update, each run and waited for apart."""
+        """One iteration, waited for: the new runner, its metrics and, with --sync-timing, the seconds of each phase."""
         if not args.sync_timing:
-            runner, metrics = jax.block_until_ready(iteration_jit(runner))
-            return runner, metrics, None
+            return *jax.block_until_ready(iteration_jit(runner)), None
         t0 = time.perf_counter()
         runner, batch, stats = jax.block_until_ready(collect_jit(runner))
         t1 = time.perf_counter()
@@ -466,10 +464,11 @@ def check_args(args: Args):
     check_limits(args)
     supported = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]  # that one downloads MNIST when built
     supported += ["Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1"]  # Craftax's symbolic ones (pixels: textures)
-    if args.env_id not in supported:
-        raise UsageError(f"unsupported --env-id {args.env_id!r}; supported ids: {', '.join(supported)}")
-    env, env_params = make_env(args.env_id)  # to see its actions; train() makes its own
-    if not isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete):
+    discrete = lambda env, env_params: isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete)
+    if args.env_id not in supported:  # named with the ids it can train, not those refused next (all Craftax's can)
+        ids = [e for e in supported if e.startswith("Craftax") or discrete(*make_env(e))]
+        raise UsageError(f"unsupported --env-id {args.env_id!r}; supported ids: {', '.join(ids)}")
+    if not discrete(*make_env(args.env_id)):  # to see its actions; train() makes its own
         raise UsageError(f"{args.env_id} has continuous actions; only discrete-action environments are supported")
     device = jax.devices()[0] if args.cuda else jax.devices("cpu")[0]  # the GPU if jax sees one
     if args.cuda and device.platform == "cpu":

@@ -148,26 +148,26 @@ class Agent(nn.Module):
 
 
 # ---------------------------------------------------------------- rollout
-class EpisodeStats(NamedTuple):
-    returns: jax.Array  # return so far of each env's current episode
+class EpisodeStats(NamedTuple):  # per env: the return and length of its episode so far, or of one that just ended
+    returns: jax.Array
     lengths: jax.Array
 
 
-class Transition(NamedTuple):  # torch tensors of shape (num_steps, num_envs, ...)
+class Transition(NamedTuple):  # one step of every env; a rollout's steps are stacked: (num_steps, num_envs, ...)
     obs: torch.Tensor
     action: torch.Tensor
     logprob: torch.Tensor
-    value: torch.Tensor
     reward: torch.Tensor
     terminated: torch.Tensor
     truncated: torch.Tensor
-    bootstrap_value: torch.Tensor  # V(observation reached before any auto-reset)
+    final_obs: torch.Tensor  # the observation reached before any auto-reset: its value bootstraps a truncation
+    finished: EpisodeStats  # the episodes that ended on this step (0 where none did)
 
 
-class Runner(NamedTuple):
-    env_state: object  # JAX
-    obs: torch.Tensor
-    episode: EpisodeStats  # JAX
+class Runner(NamedTuple):  # JAX arrays with gymnax's environments (the observation too, handed to torch each step)
+    env_state: object
+    obs: jax.Array
+    episode: EpisodeStats
     key: jax.Array
 
 
@@ -181,46 +181,46 @@ def make_env(env_id: str):
     return gymnax.make(env_id)
 
 
-def step_envs(env, env_params, key, env_state, episode: EpisodeStats, action):
-    """Step every env once (gymnax resets finished ones); also returns per env the return and length of
-    an episode that finished on this step (0 where none did)."""
+def step_envs(env, env_params, key, runner: Runner, action, logprob):
+    """Step every env once with the actions taken (gymnax resets finished ones): the runner after the step, and the
+    step's Transition."""
     keys = jax.random.split(key, action.shape[0])
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))  # one key, state and action per env; the same params
-    obs, env_state, reward, terminated, truncated, info = step(keys, env_state, action, env_params)
+    obs, env_state, reward, terminated, truncated, info = step(keys, runner.env_state, action, env_params)
     done = jnp.logical_or(terminated, truncated)
-    returns, lengths = episode.returns + reward, episode.lengths + 1
-    finished = (jnp.where(done, returns, 0.0), jnp.where(done, lengths, 0), done)
+    returns, lengths = runner.episode.returns + reward, runner.episode.lengths + 1
+    finished = EpisodeStats(jnp.where(done, returns, 0.0), jnp.where(done, lengths, 0))
+    transition = Transition(runner.obs, action, logprob, reward, terminated, truncated, info["final_observation"], finished)
     episode = EpisodeStats(jnp.where(done, 0.0, returns), jnp.where(done, 0, lengths))
-    return obs, env_state, episode, (reward, terminated, truncated, info["final_observation"]), finished
+    return runner._replace(env_state=env_state, obs=obs, episode=episode), transition
 
 
 def start_envs(env, env_params, key, num_envs: int, jax_device) -> Runner:
-    """num_envs environments reset from `key`: the Runner of the first rollout, its JAX state on jax_device."""
+    """num_envs environments reset from `key`: the Runner of the first rollout, on jax_device."""
     key, _, reset_key = jax.random.split(key, 3)  # as the JAX scripts split it: the same worlds
     obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, num_envs), env_params)
     # gymnax's reset leaves some fields weakly typed (MountainCar's velocity is jnp.array(0.0)) and a step
     # makes them strong: a jitted step would trace and compile again on its second call. Strong from the start
     # (Craftax's state also holds typed PRNG keys, which have no weak type).
     env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if getattr(x, "weak_type", False) else x, env_state)
-    # JAX state committed to the device from the start: a change of placement would retrace env_step.
     episode = EpisodeStats(jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32))
-    env_state, episode, key = jax.device_put((env_state, episode, key), jax_device)
-    return Runner(env_state, torch.from_dlpack(obs), episode, key)
+    # committed to the device from the start: a change of placement would retrace env_step
+    return jax.device_put(Runner(env_state, obs, episode, key), jax_device)
 
 
 def jit_env_step(env, env_params):
     """The JAX half of a rollout step as one compiled call: split the key, step the envs."""
 
     @jax.jit
-    def env_step(key, env_state, episode, action):
-        key, step_key = jax.random.split(key)
-        obs, env_state, episode, outputs, finished = step_envs(env, env_params, step_key, env_state, episode, action)
-        return key, env_state, episode, obs, (*outputs, *finished)
+    def env_step(runner: Runner, action):
+        key, step_key = jax.random.split(runner.key)
+        runner, transition = step_envs(env, env_params, step_key, runner, action, None)
+        return runner._replace(key=key), transition._replace(obs=None, action=None)  # torch has those already
 
     return env_step
 
 
-# One array per field from a list of per-step tuples: one call, not one per step and field.
+# One array per field from a list of per-step Transitions: one call, not one per step and field.
 stack_steps = jax.jit(lambda outputs: jax.tree.map(lambda *steps: jnp.stack(steps), *outputs))
 
 
@@ -234,55 +234,33 @@ def policy_step(agent: Agent, obs):
     return action, logprobs.gather(-1, action[:, None]).squeeze(-1)
 
 
-def rollout(runner: Runner, act, critic, env_step, handed_over: list, args: Args):
-    """num_steps steps of every env; returns the runner, the Transition, and the finished episodes' count, return
-    sum and length sum. Every buffer handed between the frameworks by DLPack goes into `handed_over`, kept until the
-    iteration's synchronize: neither allocator knows the other's stream, so a buffer freed on the host once its last
-    reference goes could be reused while a kernel queued on the other stream still reads it."""
-    env_state, obs, episode, key = runner
+def rollout(runner: Runner, act, env_step, handed_over: list, args: Args):
+    """num_steps steps of every env, acting with the actor alone: the runner after them, and their Transitions. Every
+    buffer handed between the frameworks by DLPack goes into `handed_over`, kept until the iteration's synchronize:
+    neither allocator knows the other's stream, so a buffer freed on the host once its last reference goes could be
+    reused while a kernel queued on the other stream still reads it."""
     taken, env_outputs = [], []
     for _ in range(args.num_steps):
+        # JAX -> torch, zero-copy. JAX's __dlpack__ blocks until the buffer is ready on CPU; on GPU it makes
+        # torch's current stream wait for it instead (no host sync).
+        obs = torch.from_dlpack(runner.obs)
         action, logprob = act(obs)
         # torch -> JAX, zero-copy. int32: JAX runs without x64 and would convert (copy) an int64 action.
         # On GPU, jax.dlpack.from_dlpack makes JAX's stream wait for torch's current stream.
         action_int = action.int()
-        key, env_state, episode, next_obs, outputs = env_step(key, env_state, episode, jax.dlpack.from_dlpack(action_int))
-        handed_over += [action_int, next_obs]
+        runner, outputs = env_step(runner, jax.dlpack.from_dlpack(action_int))
+        handed_over += [action_int, runner.obs]
         taken.append((obs, action, logprob))
         env_outputs.append(outputs)  # rewards, ..., finished episodes: stay in JAX until the end
-        # JAX -> torch, zero-copy. JAX's __dlpack__ blocks until the buffer is ready on CPU; on GPU it makes
-        # torch's current stream wait for it instead (no host sync).
-        obs = torch.from_dlpack(next_obs)
     observations, actions, logprobs = map(torch.stack, zip(*taken))
     stacked = stack_steps(env_outputs)
     handed_over.append(stacked)
-    reward, terminated, truncated, final_obs, returns, lengths, done = map(torch.from_dlpack, stacked)
-    # Acting needs only the actor. The critic sees all observations and final observations of the rollout at
-    # once (the parameters are the same): one batched call, not 2 * num_steps small ones.
-    values, bootstrap_values = critic(torch.cat([observations, final_obs]).flatten(0, 1)).view(2, args.num_steps, -1)
-    traj = Transition(observations, actions, logprobs, values, reward, terminated, truncated, bootstrap_values)
-    return Runner(env_state, obs, episode, key), traj, (done.sum(), returns.sum(), lengths.sum())
+    traj = jax.tree.map(torch.from_dlpack, stacked)
+    return runner, traj._replace(obs=observations, action=actions, logprob=logprobs)
 
 
 # With --env-backend torch or gymnasium the environments answer in torch tensors: the rollout never leaves PyTorch,
 # as it would not for a PyTorch user with environments of their own (torch_envs.py: gymnax's dynamics, in torch).
-class Finished(NamedTuple):  # per env, the return and length of an episode that ended on this step (0 where none did)
-    returns: torch.Tensor
-    lengths: torch.Tensor
-    done: torch.Tensor
-
-
-class Step(NamedTuple):  # one step of every env
-    obs: torch.Tensor
-    action: torch.Tensor
-    logprob: torch.Tensor
-    reward: torch.Tensor
-    terminated: torch.Tensor
-    truncated: torch.Tensor
-    final_obs: torch.Tensor  # the observation reached before any auto-reset
-    finished: Finished
-
-
 def make_torch_envs(args: Args, device: torch.device):
     """torch_envs.py's environments, imported only when asked for: gymnax's dynamics in PyTorch on `device`, or
     Gymnasium's vector environments on the CPU with their observations moved to `device`."""
@@ -303,29 +281,25 @@ def start_torch_envs(envs, seed: int, device: torch.device) -> Runner:
     return Runner(env_state, obs, episode, None)
 
 
-def torch_env_step(envs, act, obs, env_state, episode: EpisodeStats):
-    """A rollout step in torch alone: act, step every env (finished ones reset), count the finished episodes."""
-    action, logprob = act(obs)
-    next_obs, env_state, reward, terminated, truncated, final_obs = envs.step(env_state, action)
+def torch_env_step(envs, act, runner: Runner):
+    """step_envs() in torch alone, acting first: the runner after the step, and the step's Transition."""
+    action, logprob = act(runner.obs)
+    obs, env_state, reward, terminated, truncated, final_obs = envs.step(runner.env_state, action)
     done = terminated | truncated
-    returns, lengths = episode.returns + reward, episode.lengths + 1
-    finished = Finished(torch.where(done, returns, 0.0), torch.where(done, lengths, 0), done)
+    returns, lengths = runner.episode.returns + reward, runner.episode.lengths + 1
+    finished = EpisodeStats(torch.where(done, returns, 0.0), torch.where(done, lengths, 0))
+    transition = Transition(runner.obs, action, logprob, reward, terminated, truncated, final_obs, finished)
     episode = EpisodeStats(torch.where(done, 0.0, returns), torch.where(done, 0, lengths))
-    return next_obs, env_state, episode, Step(obs, action, logprob, reward, terminated, truncated, final_obs, finished)
+    return Runner(env_state, obs, episode, runner.key), transition
 
 
-def torch_rollout(runner: Runner, env_step, critic, args: Args):
-    """rollout() for environments in torch: num_steps calls of env_step, the steps stacked, the critic batched."""
-    env_state, obs, episode, _ = runner
+def torch_rollout(runner: Runner, env_step, args: Args):
+    """rollout() for environments in torch: num_steps calls of env_step, their Transitions stacked."""
     steps = []
     for _ in range(args.num_steps):
-        obs, env_state, episode, step = env_step(obs, env_state, episode)
-        steps.append(step)
-    s = torch.utils._pytree.tree_map(lambda *xs: torch.stack(xs), *steps)  # one (num_steps, num_envs) tensor a field
-    values, bootstrap_values = critic(torch.cat([s.obs, s.final_obs]).flatten(0, 1)).view(2, args.num_steps, -1)
-    traj = Transition(s.obs, s.action, s.logprob, values, s.reward, s.terminated, s.truncated, bootstrap_values)
-    f = s.finished
-    return Runner(env_state, obs, episode, None), traj, (f.done.sum(), f.returns.sum(), f.lengths.sum())
+        runner, transition = env_step(runner)
+        steps.append(transition)
+    return runner, torch.utils._pytree.tree_map(lambda *xs: torch.stack(xs), *steps)  # a (num_steps, num_envs) tensor a field
 
 
 # ---------------------------------------------------------------- compute_gae
@@ -441,7 +415,7 @@ def train(args: Args) -> dict:
         runner = start_torch_envs(envs, args.seed, device)
         num_actions = envs.num_actions
     torch.manual_seed(args.seed)
-    agent = Agent(runner.obs[0].numel(), hidden, num_actions).to(device)
+    agent = Agent(int(np.prod(runner.obs.shape[1:])), hidden, num_actions).to(device)
     # The learning rate lives in a tensor that the schedule updates in place.
     lr = torch.tensor(args.learning_rate, device=device)
     # foreach Adam, which inductor compiles into the update (fused is opaque to dynamo); capturable for a tensor lr
@@ -461,7 +435,7 @@ def train(args: Args) -> dict:
         # A graph's outputs live in memory that the next graph's replay reuses, and the rollout and the update keep
         # theirs: "clone the tensor outside of torch.compile()" (torch/_inductor/cudagraph_trees.py). The inputs
         # that are not parameters or optimizer state are copied into the graph's own on each replay, by torch.
-        return lambda *inputs: torch.utils._pytree.tree_map(torch.clone, fn(*inputs))
+        return lambda *inputs: torch.utils._pytree.tree_map_only(torch.Tensor, torch.clone, fn(*inputs))
 
     # Compiled, the Exp(1) draws come from inductor's own generator (seeded from torch's): ppo_torch.py's draws differ.
     def policy(obs):
@@ -489,31 +463,35 @@ def train(args: Args) -> dict:
     elif args.env_backend == "torch":  # policy, env step and episode counts: one compiled function, no host in between
 
         @compiled
-        def env_step(obs, env_state, episode: EpisodeStats):
-            return torch_env_step(envs, policy, obs, env_state, episode)
+        def env_step(runner: Runner):
+            return torch_env_step(envs, policy, runner)
 
     else:  # Gymnasium steps numpy arrays on the host: the policy alone compiles
 
-        def env_step(obs, env_state, episode: EpisodeStats):
-            return torch_env_step(envs, act, obs, env_state, episode)
+        def env_step(runner: Runner):
+            return torch_env_step(envs, act, runner)
 
     def run_rollout(runner: Runner):
         if args.env_backend == "gymnax":
-            return rollout(runner, act, critic, env_step, handed_over, args)
-        return torch_rollout(runner, env_step, critic, args)
+            return rollout(runner, act, env_step, handed_over, args)
+        return torch_rollout(runner, env_step, args)
 
     def collect(runner: Runner):
-        """Rollout, then GAE; returns the flat batch and the iteration's episode statistics."""
+        """The rollout; the critic, once, batched over all its observations; GAE: the flat batch and episode statistics."""
         with torch.no_grad():  # not inference_mode: the batch's tensors take part in the loss
-            runner, traj, (episodes, return_sum, length_sum) = run_rollout(runner)
+            runner, traj = run_rollout(runner)
+            obs = torch.cat([traj.obs, traj.final_obs]).flatten(0, 1)
+            values, next_values = critic(obs).view(2, args.num_steps, -1)
             terminated = traj.terminated if args.bootstrap_truncation else traj.terminated | traj.truncated
             advantages, returns = compute_gae(
-                traj.reward, traj.value, traj.bootstrap_value, terminated, traj.truncated, args.gamma, args.gae_lambda
+                traj.reward, values, next_values, terminated, traj.truncated, args.gamma, args.gae_lambda
             )
-            flat = (traj.obs, traj.action, traj.logprob, traj.value, advantages, returns)
-            batch = Batch(*(x.reshape(batch_size, *x.shape[2:]) for x in flat))
-            stats = dict(episodes=episodes, return_sum=return_sum, length_sum=length_sum, learning_rate=lr.clone())
-            stats["explained_variance"] = 1 - (returns - traj.value).var(correction=0) / returns.var(correction=0)
+            batch = Batch(traj.obs, traj.action, traj.logprob, values, advantages, returns)
+            batch = Batch(*(x.reshape(batch_size, *x.shape[2:]) for x in batch))
+            episodes, finished = (traj.terminated | traj.truncated).sum(), traj.finished
+            stats = dict(episodes=episodes, return_sum=finished.returns.sum(), length_sum=finished.lengths.sum())
+            stats["learning_rate"] = lr.clone()
+            stats["explained_variance"] = 1 - (returns - values).var(correction=0) / returns.var(correction=0)
         return runner, batch, stats
 
     def collect_and_update(runner: Runner):
@@ -521,8 +499,7 @@ def train(args: Args) -> dict:
         return runner, {**stats, **update(learn_minibatch, batch, args)}
 
     def run_iteration(runner: Runner):
-        """One iteration, waited for: the new runner, its metrics and, with --sync-timing, the seconds of the
-        rollout + GAE and of the update, each run and waited for apart."""
+        """One iteration, waited for: the new runner, its metrics and, with --sync-timing, the seconds of each phase."""
         if not args.sync_timing:
             runner, metrics = collect_and_update(runner)
             synchronize(device)
@@ -662,10 +639,11 @@ def check_args(args: Args):
     check_limits(args)
     supported = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]  # that one downloads MNIST when built
     supported += ["Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1"]  # Craftax's symbolic ones (pixels: textures)
-    if args.env_id not in supported:
-        raise UsageError(f"unsupported --env-id {args.env_id!r}; supported ids: {', '.join(supported)}")
-    env, env_params = make_env(args.env_id)  # to see its actions; train() makes its own
-    if not isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete):
+    discrete = lambda env, env_params: isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete)
+    if args.env_id not in supported:  # named with the ids it can train, not those refused next (all Craftax's can)
+        ids = [e for e in supported if e.startswith("Craftax") or discrete(*make_env(e))]
+        raise UsageError(f"unsupported --env-id {args.env_id!r}; supported ids: {', '.join(ids)}")
+    if not discrete(*make_env(args.env_id)):  # to see its actions; train() makes its own
         raise UsageError(f"{args.env_id} has continuous actions; only discrete-action environments are supported")
     if args.env_backend != "gymnax":
         import torch_envs  # only when asked for: with gymnax's environments, this file runs alone

@@ -5,8 +5,8 @@
 The floor. ppo_torch.py's rollout steps the environments by one jitted JAX call per step and hands every action to
 JAX and every observation back to torch through DLPack. That part of torch's rollout time is not PyTorch's: the JAX
 scripts step inside one compiled scan. This tool runs ppo_torch.py's own `rollout` (the same calls, on the same
-device and streams) with a policy that returns a fixed action and a critic that returns fixed values, so what is
-timed is the environment, the hand-overs and the rollout's stacking, no network. benchmark.sh runs it (to
+device and streams) with a policy that returns a fixed action, so what is timed is the environment, the hand-overs
+and the rollout's stacking, no network (the critic runs after the rollout, in collect). benchmark.sh runs it (to
 OUT/host_cost.json) where a torch script is in the sync experiment, and plot.py's rollout-vs-update section splits
 each torch rollout into this floor and the rest, PyTorch's part (the network and GAE). Per environment: one warm-up
 rollout (compiles the env step), then `--iterations` timed rollouts, each ended as train() ends an iteration
@@ -82,13 +82,11 @@ def rollout_floor(module, env_id: str, num_envs: int, num_steps: int, iterations
     num_actions = env.action_space(env_params).n
     actions = torch.arange(num_envs, device=device) % num_actions  # every action taken, none computed
     logprobs = torch.zeros(num_envs, device=device)
-    values = torch.zeros(2 * num_steps * num_envs, device=device)
     act = lambda obs: (actions, logprobs)
-    critic = lambda obs: values
     durations, handed_over = [], []
     for i in range(iterations + 1):  # the first compiles the env step: not timed
         t0 = time.perf_counter()
-        runner, _, _ = module.rollout(runner, act, critic, env_step, handed_over, args)
+        runner, _ = module.rollout(runner, act, env_step, handed_over, args)
         module.synchronize(device)
         if i:
             durations.append(time.perf_counter() - t0)
@@ -233,19 +231,18 @@ def measure_calls(torch_module, env_id: str, hidden: str, num_envs: int, num_ste
 
     env_step = torch_module.jit_env_step(env, env_params)
     action = jax.device_put(jnp.arange(num_envs, dtype=jnp.int32) % num_actions, jax_device)
-    state = [runner.key, runner.env_state, runner.episode]
+    state = [runner]
 
     def step_env():
-        key, env_state, episode, obs, outputs = env_step(*state, action)
-        state[:] = key, env_state, episode
-        return obs, outputs
+        state[0], transition = env_step(state[0], action)
+        return state[0].obs, transition
 
     results["env_step"] = time_calls(step_env, ready, calls)
 
     # The policies, each as its script builds it in train(): an Agent of the same initial parameters (torch's seed),
     # run under no_grad as collect() runs the rollout.
     hidden_sizes = torch_module.parse_hidden(hidden)
-    obs_dim = runner.obs[0].numel()
+    obs_dim = int(np.prod(runner.obs.shape[1:]))  # as train() sizes its Agent
     torch.manual_seed(1)
     agent = torch_module.Agent(obs_dim, hidden_sizes, num_actions).to(device)
     eager = lambda obs: torch_module.policy_step(agent, obs)
@@ -260,7 +257,7 @@ def measure_calls(torch_module, env_id: str, hidden: str, num_envs: int, num_ste
         )
         graphed = lambda obs: torch.utils._pytree.tree_map(torch.clone, replay(obs))
     policies = {"eager": eager, "compiled": compiled, "graphed": graphed}
-    obs = runner.obs
+    obs = torch.from_dlpack(runner.obs)  # as rollout() hands each step's observation to torch
     launches = {}
     with torch.no_grad():
         policy_ops = count_ops(lambda: eager(obs))
@@ -277,8 +274,6 @@ def measure_calls(torch_module, env_id: str, hidden: str, num_envs: int, num_ste
         args = torch_module.Args(env_id=env_id, num_envs=num_envs, num_steps=1)
         actions = torch.arange(num_envs, device=device) % num_actions
         fixed = lambda obs: (actions, torch.zeros(num_envs, device=device))
-        values = torch.zeros(2 * num_envs, device=device)
-        critic = lambda obs: values
         for name, policy in {"fixed": fixed, **policies}.items():
             if policy is None:
                 results[f"rollout_step_{name}"] = skipped(GPU_ONLY)
@@ -286,7 +281,7 @@ def measure_calls(torch_module, env_id: str, hidden: str, num_envs: int, num_ste
             rollout_state, handed_over = [runner], []
 
             def one_step():
-                rollout_state[0], traj, _ = torch_module.rollout(rollout_state[0], policy, critic, env_step, handed_over, args)
+                rollout_state[0], traj = torch_module.rollout(rollout_state[0], policy, env_step, handed_over, args)
                 return traj
 
             def wait(_):

@@ -57,19 +57,18 @@ def make_ways(env_id: str, num_envs: int, num_steps: int, seed: int) -> dict:
 
     env, params = linen.make_env(env_id)
     reset_key, action_key, step_key = jax.random.split(jax.random.key(seed), 3)
-    _, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, num_envs), params)
+    obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, num_envs), params)
     # strongly typed from the start, as the torch scripts make it: a jitted step would otherwise compile twice
     state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if getattr(x, "weak_type", False) else x, state)
-    start = (state, linen.EpisodeStats(jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32)))
+    episode = linen.EpisodeStats(jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32))
+    start = linen.Runner(None, state, obs, episode, None)  # the envs' part of a runner: no network, no key
     actions = jax.random.randint(action_key, (num_steps, num_envs), 0, env.action_space(params).n)
     keys = jax.random.split(step_key, num_steps)
     per_step = [(keys[t], actions[t]) for t in range(num_steps)]  # sliced before any timing
 
-    def step(carry, key_and_action):
-        env_state, episode = carry
+    def step(runner, key_and_action):
         key, action = key_and_action
-        obs, env_state, episode, outputs, finished = linen.step_envs(env, params, key, env_state, episode, action)
-        return (env_state, episode), (obs, outputs, finished)
+        return linen.step_envs(env, params, key, runner, action, None)  # the runner after the step, the Transition
 
     step_once = jax.jit(step)
     step_donated = jax.jit(step, donate_argnums=0)  # the carry's buffers may hold the next carry

@@ -78,19 +78,18 @@ def plain_iteration_fn(env, env_params, hidden, num_actions, a: ppo_jax_linen.Ar
     def step(carry):
         params, opt, state, obs, key = carry
 
-        def env_step(c, _):
+        def env_step(c, _):  # the actor alone acts; the critic runs after the scan, as in the script
             state, obs, key = c
             key, k1, k2 = jax.random.split(key, 3)
-            logits, v = net.apply(params, obs)
+            logits = actor.apply(params["actor"], obs)
             act = jax.random.categorical(k1, logits)
             logp = jax.nn.log_softmax(logits)[jnp.arange(a.num_envs), act]
             nobs, state, r, term, trunc, info = step_env(jax.random.split(k2, a.num_envs), state, act, env_params)
-            boot = critic.apply(params["critic"], info["final_observation"])[:, 0]
-            return (state, nobs, key), (obs, act, logp, v, r, term, jnp.logical_or(term, trunc), boot)
+            return (state, nobs, key), (obs, act, logp, r, term, jnp.logical_or(term, trunc), info["final_observation"])
 
-        (state, obs, key), (o, act, logp, v, r, term, done, boot) = jax.lax.scan(
-            env_step, (state, obs, key), None, a.num_steps
-        )
+        (state, obs, key), (o, act, logp, r, term, done, final) = jax.lax.scan(env_step, (state, obs, key), None, a.num_steps)
+        values = critic.apply(params["critic"], jnp.concatenate([o, final]).reshape(2 * a.num_steps * a.num_envs, -1))
+        v, boot = values[:, 0].reshape(2, a.num_steps, a.num_envs)
 
         def gae(next_adv, x):
             r, v, boot, term, done = x

@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 
+import load_script
 from conftest import (
     EAGER_JAX_SLOW,
     JIT_VARIANTS,
@@ -302,6 +303,22 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(variant, flags, message
     assert code == 2
     assert "\n" not in err and err.startswith("error: ") and message in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_unknown_env_id_is_answered_with_the_ids_the_script_can_train(variant):
+    """Its discrete-action ids, as env_cost.py names them: a continuous-action one would be refused next."""
+    module = load(variant)
+    with pytest.raises(module.UsageError) as refused:
+        module.check_args(module.Args(env_id="NoSuchEnv-v0", cuda=False))
+    ids = str(refused.value).split("; supported ids: ")[1].split(", ")
+    assert ids == load_script.load("env_cost.py", "benchback_contract_env_cost").bad_env(["NoSuchEnv-v0"]).split("; ids: ")[
+        1
+    ].split(", ")
+    assert {"CartPole-v1", "Breakout-MinAtar", "Craftax-Classic-Symbolic-v1"} <= set(ids)
+    for continuous in ("Pendulum-v1", "MountainCarContinuous-v0"):
+        assert continuous not in ids
+        with pytest.raises(module.UsageError, match="has continuous actions"):
+            module.check_args(module.Args(env_id=continuous, cuda=False))
 
 
 def test_the_record_names_the_allocator_setting_it_ran_under(variant, monkeypatch):

@@ -1,6 +1,6 @@
 """What the reports and the tools never do in silence: drop records they cannot read (plot.py, report.front), leave a
 report half made, write where they were not asked to (one rule for every output path), or give a traceback for a
-measurement file they cannot read (env_cost.py, bench/handover.py: measured again)."""
+measurement file they cannot read (env_cost.py, bench/host_cost.py: measured again)."""
 
 import json
 import os
@@ -132,7 +132,7 @@ def test_the_tools_output_rule(tmp_path, monkeypatch):
     assert listing(tmp_path) == ["kept.json", "notes.txt"]
 
 
-@pytest.mark.parametrize("tool", ["env_cost.py", "bench/handover.py"])
+@pytest.mark.parametrize("tool", ["env_cost.py", "bench/host_cost.py"])
 @pytest.mark.parametrize("out", ["", "missing/", "notes.txt/"])
 def test_the_measuring_tools_check_their_out_before_measuring(tool, out, tmp_path):
     (tmp_path / "notes.txt").write_text("")
@@ -146,11 +146,11 @@ def test_the_measuring_tools_check_their_out_before_measuring(tool, out, tmp_pat
 
 
 def measure_into_broken_files(directory):
-    """env_cost.py and bench/handover.py, each given an --out that does not parse and one that is not an object."""
+    """env_cost.py and bench/host_cost.py (the floor alone), each given an --out that does not parse and one that is not an object."""
     results = []
     for tool, small in (
         ("env_cost.py", ["--num-envs", "2", "--steps", "5", "--calls", "3"]),
-        ("bench/handover.py", ["--num-envs", "2", "--num-steps", "4", "--iterations", "2", "--no-cuda"]),
+        ("bench/host_cost.py", ["--num-envs", "2", "--num-steps", "4", "--iterations", "2", "--no-calls", "--no-cuda"]),
     ):
         for text in ('{"num_envs": 2, "en', "[1, 2]"):
             out = directory / f"{len(results)}.json"

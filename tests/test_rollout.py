@@ -1,0 +1,78 @@
+"""Every variant's iteration has one structure: the policy acts with the actor alone inside the rollout, and the
+critic runs once after it, batched over the rollout's observations and final observations, never inside the rollout's
+loop. Checked on the network itself: each call of the agent, its method and the number of observations it was given
+(counted as the script calls it: in a compiled program, once per trace)."""
+
+import pytest
+
+from conftest import DECLARED, EAGER_JAX_SLOW, QUIET, framework, load
+
+# Sizes that tell the calls apart: a rollout step acts on num_envs observations, the critic values the rollout's
+# 2 * num_steps * num_envs observations and final observations, the update's forward passes take a minibatch.
+SIZES = dict(num_envs=4, num_steps=8, num_minibatches=2, update_epochs=1, total_timesteps=2 * 4 * 8, cuda=False)
+STEP, ROLLOUT, MINIBATCH = 4, 2 * 8 * 4, 8 * 4 // 2
+ITERATIONS = 2
+
+
+def recorded_agent(module, calls: list, forward: str):
+    """module.Agent, each call recorded in `calls` as (method, number of observations)."""
+
+    class Recorded(module.Agent):
+        def logits(self, obs):
+            calls.append(("logits", obs.shape[0]))
+            return super().logits(obs)
+
+        def value(self, obs):
+            calls.append(("value", obs.shape[0]))
+            return super().value(obs)
+
+    def both(self, obs):
+        calls.append(("both", obs.shape[0]))
+        return getattr(super(Recorded, self), forward)(obs)
+
+    setattr(Recorded, forward, both)
+    return Recorded
+
+
+def agent_calls(variant: str, monkeypatch, **flags) -> list:
+    """The agent's calls in a short run of the variant, as (method, number of observations)."""
+    module = load(variant)
+    calls = []
+    forward = "forward" if framework(variant) == "torch" else "__call__"
+    monkeypatch.setattr(module, "Agent", recorded_agent(module, calls, forward))
+    start = module.Log.__init__  # made once everything is set up (Linen's init calls the agent): from there on
+    monkeypatch.setattr(module.Log, "__init__", lambda log, *args: (calls.clear(), start(log, *args))[1])
+    if framework(variant) == "torch":
+        import torch
+
+        # Run eagerly, so that every call is counted (compiled, a call is seen when dynamo traces it): the same code.
+        monkeypatch.setattr(torch, "compile", lambda fn, **options: fn)
+        monkeypatch.setattr(torch.optim, "Adam", eager_adam(torch.optim.Adam))
+    record = module.train(module.Args(**SIZES, **QUIET, **flags))
+    assert len(record["iteration_durations"]) == ITERATIONS
+    return calls
+
+
+def eager_adam(adam):
+    """torch.optim.Adam as ppo_torch.py builds it: torch_compile's capturable Adam refuses a CPU when not compiled."""
+    return lambda params, lr, eps, **_: adam(params, lr=lr, eps=eps, fused=True)
+
+
+CASES = [*EAGER_JAX_SLOW, ("jax_linen", {"rollout": "python"}), ("torch", {"env_backend": "torch"})]
+CASES += [("torch_compile", {"env_backend": "torch"})]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c if isinstance(c, str) else f"{c[0]}-{next(iter(c[1].values()))}")
+def test_the_actor_alone_acts_and_the_critic_runs_once_after_the_rollout(case, monkeypatch):
+    variant, flags = (case, {}) if isinstance(case, str) else case
+    if variant not in DECLARED:
+        pytest.skip(f"variant script missing: {variant}")
+    calls = agent_calls(variant, monkeypatch, **flags)
+    # The critic: never on a step's observations (inside the rollout); once a rollout on all of them; in the update
+    # on minibatches (there with the actor: both).
+    critic = [(method, rows) for method, rows in calls if method in ("value", "both")]
+    assert {rows for _, rows in critic} == {ROLLOUT, MINIBATCH}, critic
+    traced = framework(variant) == "jax" and DECLARED[variant].compiles  # once, into the iteration's program
+    assert critic.count(("value", ROLLOUT)) == (1 if traced else ITERATIONS), critic
+    # Acting: the actor alone, on a rollout step's observations.
+    assert ("logits", STEP) in calls, calls
