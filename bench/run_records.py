@@ -180,7 +180,7 @@ def other_machine(out: str) -> str:
         except (OSError, ValueError):
             continue
         if not isinstance(record, dict) or record.get("device") is None:
-            continue  # not a run's record (env_cost.json, handover.json, a failure record)
+            continue  # not a run's record (env_cost.json, host_cost.json and its trace, handover.json, a failure record)
         model = (record.get("cpu") or {}).get("model")
         gpu = (record.get("gpu") or {}).get("name") if record["device"] != "cpu" else None
         if gpu:

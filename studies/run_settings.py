@@ -14,6 +14,8 @@ Settings that every framework would get alike, each against the scripts' own (no
   counterpart, so that every framework's operations run on one thread each.
 - one_core: the process may use only the first of the cores it was given (its CPU affinity, as `taskset -c` sets it):
   every thread of every framework shares one core.
+- other_code: the variant scripts of another checkout (`--other-code DIR`), with the scripts' own environment: what a
+  change to the scripts does to their speed (over scripts_own: the other checkout's time over this one's).
 - warm_caches: the compiler caches a sweep's steady runs share (bench/load_script.warm_compiler_caches): JAX's
   persistent compilation cache and Inductor's, filled before the first block by one untimed run of each variant, so
   that every timed run loads its programs instead of compiling them. Does a program loaded from the cache run as fast
@@ -76,8 +78,9 @@ SETTINGS = {
     "one_thread": {"XLA_FLAGS": XLA_ONE_THREAD, "OMP_NUM_THREADS": "1"},
     "one_core": {},
     "warm_caches": {},  # the caches' variables: warm_compiler_caches, in the study's folder
+    "other_code": {},  # the scripts of --other-code
 }
-WARM = "warm_caches"
+WARM, OTHER = "warm_caches", "other_code"
 CORES = {"one_core": 1}  # settings that narrow a run's CPU affinity to this many of the cores it was given
 GLIBC_ONLY = {name for name, variables in SETTINGS.items() if "GLIBC_TUNABLES" in variables}
 SETTING_VARIABLES = {name for variables in SETTINGS.values() for name in variables}
@@ -90,9 +93,11 @@ def run(variant: str, setting: str, seed: int, args, tmp: str) -> dict:
     run_dir = tempfile.mkdtemp(dir=tmp)
     unset = SETTING_VARIABLES | COMPILER_CACHE_VARIABLES
     env = {k: v for k, v in os.environ.items() if k not in unset} | SETTINGS[setting]
-    env |= warm_compiler_caches(os.path.join(tmp, WARM)) if setting == WARM else fresh_compiler_caches(run_dir)
+    warm = setting == WARM or args.caches == "warm"
+    env |= warm_compiler_caches(os.path.join(tmp, WARM)) if warm else fresh_compiler_caches(run_dir)
     record = os.path.join(run_dir, "record.json")
-    command = [sys.executable, os.path.join(ROOT, f"ppo_{variant}.py"), "--env-id", args.env_id, "--seed", str(seed)]
+    script = os.path.join(args.other_code if setting == OTHER else ROOT, f"ppo_{variant}.py")
+    command = [sys.executable, script, "--env-id", args.env_id, "--seed", str(seed)]
     command += ["--hidden", HIDDEN[args.size], "--total-timesteps", str(args.iterations * STEPS_PER_ITERATION)]
     faults = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
     if setting in CORES:  # taskset, not a preexec_fn: this process runs JAX's threads, and fork would copy their locks
@@ -161,6 +166,12 @@ def problems(args, variants: list, settings: list):
     for s in GLIBC_ONLY.intersection(settings) if platform.libc_ver()[0] != "glibc" else ():
         yield f"{s} sets glibc's malloc tunables, and this Python does not run on glibc"
     yield bad_env([args.env_id])
+    yield args.caches not in ("cold", "warm") and f"--caches {args.caches}: cold or warm"
+    if OTHER in settings:
+        yield not args.other_code and "other_code needs --other-code DIR, a checkout holding the variant scripts"
+        for v in variants if args.other_code else ():
+            there = os.path.join(args.other_code, f"ppo_{v}.py")
+            yield not os.path.exists(there) and f"--other-code: no script {there}"
 
 
 def main() -> None:
@@ -173,6 +184,10 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=4, help="blocks of runs (an interval needs 2)")
     parser.add_argument("--out", default="results/run_settings.json")
     parser.add_argument("--pool", help="run nothing: pool the blocks of these outputs (comma-separated) into --out")
+    parser.add_argument("--other-code", help="other_code's checkout: the directory of the variant scripts it runs")
+    parser.add_argument(
+        "--caches", default="cold", help="cold: each run compiles (warm_caches aside); warm: every run loads the study's"
+    )
     args = parser.parse_args()
     if args.pool:
         return pool(args.pool.split(","), args.out)
@@ -184,9 +199,10 @@ def main() -> None:
     check_out(args.out)
     runs = {v: {s: [] for s in settings} for v in variants}
     with tempfile.TemporaryDirectory() as tmp:
-        if WARM in settings:  # the caches filled, as a sweep's first run of a cell fills them: not timed
+        # the caches filled, as a sweep's first run of a cell fills them: not timed
+        for setting in settings if args.caches == "warm" else [WARM] if WARM in settings else []:
             for variant in variants:
-                run(variant, WARM, args.blocks + 1, args, tmp)
+                run(variant, setting, args.blocks + 1, args, tmp)
         for block in range(args.blocks):
             order = settings[block % len(settings) :] + settings[: block % len(settings)]
             for variant in variants:
@@ -201,7 +217,12 @@ def main() -> None:
         "iterations": args.iterations,
         "blocks": args.blocks,
         "settings": {s: SETTINGS[s] | ({"cores": CORES[s]} if s in CORES else {}) for s in settings},
+        "caches": args.caches,
+        "commit": subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip(),
     }
+    if OTHER in settings:  # which code the other checkout held
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=args.other_code, capture_output=True, text=True)
+        meta["other_code"] = {"directory": args.other_code, "commit": commit.stdout.strip() or None}
     kept = {
         v: {key: {s: [r[key] for r in made] for s, made in row.items()} for key in ("steady_s", "minor_faults", "wall_s")}
         for v, row in runs.items()

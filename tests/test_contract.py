@@ -58,6 +58,7 @@ SCHEMA_KEYS = {
     "update_durations",
     "total_duration",
     "compiles_after_first_iteration",
+    "caches",
     "episodic_return",
     "final_return",
     "timestamp",

@@ -135,6 +135,8 @@ def test_run_settings_gives_each_settings_ratio_and_its_effect_on_the_multiple_o
         ("run_settings", ["--settings", "one_arena,one_arena"], "a setting named twice"),
         ("run_settings", ["--size", "xl"], "--size xl"),
         ("run_settings", ["--env-id", "CartPole-v9"], "CartPole-v9"),
+        ("run_settings", ["--settings", "other_code"], "other_code needs --other-code DIR"),
+        ("run_settings", ["--settings", "other_code", "--other-code", "/nonexistent"], "--other-code: no script"),
         ("craftax_scan", ["--settings", "all_cores,fast"], "unknown setting 'fast'"),
         ("craftax_scan", ["--env-id", "Craftax-v9"], "unknown environment 'Craftax-v9'"),
     ],
