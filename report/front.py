@@ -38,12 +38,17 @@ class Column:
     size: str  # s, m or l
     sources: tuple  # sets (results/KIND/SET, their runs in records/); a variant's cell comes from the first with an interval
     env: Optional[str] = None  # one environment; None: every gymnax environment the source ran
+    # the source of Linen's seconds in the header and, in the first column, of every variant's per-run statistics, so
+    # that those come from one machine; None: the first source that ran Linen
+    base: Optional[str] = None
 
 
 # The README's table, column by column. Two sources where one sweep timed the torch variants beside Linen and another
-# the JAX ones: a ratio is only ever taken within a block, so each sweep brings its own Linen.
+# the JAX ones: a ratio is only ever taken within a block, so each sweep brings its own Linen. At size s the JAX
+# variants' ratios come from the sweep made after their critic moved out of the rollout loop (speed/cpu-s-jax), their
+# iteration 0 and memory from the cpu preset's runs, beside torch's on one machine.
 COLUMNS = (
-    Column("size s (64x64)", "s", ("speed/cpu", "speed/cpu-nojit")),
+    Column("size s (64x64)", "s", ("speed/cpu-s-jax", "speed/cpu", "speed/cpu-nojit"), base="speed/cpu"),
     Column("size m (256x3)", "m", ("speed/cpu-m", "speed/cpu-m-jax")),
     Column("size l (1024x6)", "l", ("speed/cpu-l-12", "speed/cpu-l-12-jax")),
     Column("Craftax-Classic, size s", "s", ("speed/cpu",), env="Craftax-Classic-Symbolic-v1"),
@@ -93,8 +98,8 @@ def one_machine(runs, source: str) -> str:
 
 
 def reference(column: Column, sources: dict) -> Optional[dict]:
-    """jax_linen's median steady iteration in the column's first source that ran it."""
-    for name in column.sources:
+    """jax_linen's median steady iteration in the column's base source, else in its first source that ran it."""
+    for name in [column.base] if column.base else column.sources:
         runs = column_runs(column, sources[name])
         mine = [r for r in runs if r.variant == REFERENCE]
         if mine:
@@ -112,7 +117,10 @@ def answer(sources: dict) -> dict:
             raise FrontError(f"{column.title}: no {REFERENCE} run in {', '.join(column.sources)}")
         cells = {v: c for v in VARIANTS if v != REFERENCE and (c := cell(column, v, sources))}
         envs = {r.env for c in [ref, *cells.values()] for r in c["runs"]}
-        columns.append({"column": column, "reference": ref, "cells": cells, "envs": len(envs)})
+        # each variant's runs that the per-run statistics read: the base source's where it ran the variant
+        in_base = column_runs(column, sources[column.base]) if column.base else []
+        per_run = {v: [r for r in in_base if r.variant == v] or c["runs"] for v, c in [(REFERENCE, ref), *cells.items()]}
+        columns.append({"column": column, "reference": ref, "cells": cells, "envs": len(envs), "per_run": per_run})
     variants = ordered([REFERENCE, *(v for c in columns for v in c["cells"])], VARIANTS)
     return {"columns": columns, "variants": variants}
 
@@ -170,8 +178,8 @@ PER_RUN = {f"iteration 0 at {FIRST.size} (compilation)": compile_seconds, f"peak
 
 
 def per_run(entry, variant: str, statistic) -> str:
-    row = entry["reference"] if variant == REFERENCE else entry["cells"].get(variant)
-    return missing(entry, variant) if row is None else statistic(row["runs"])
+    runs = entry["per_run"].get(variant)
+    return missing(entry, variant) if runs is None else statistic(runs)
 
 
 def provenance(entry, base: str) -> str:
@@ -203,7 +211,8 @@ def markdown(result: dict, base: str = "../") -> str:
             "",
             "Each cell: the variant's steady iteration (the median of iterations 1-end) over jax_linen's in the same"
             " block of runs, the geometric mean over the blocks and its 95% bootstrap interval; iteration 0 and the"
-            " peak of the process's resident memory: the median over the runs behind the first column's cell. Where each"
+            " peak of the process's resident memory: the median over the first column's runs of the variant in its base"
+            f" set ({FIRST.base or 'its first'}), where it ran there, else over those behind its cell. Where each"
             " column comes from (a set of results/, its runs in `records/`; linked, its report, with every environment's"
             " cell):",
             "",
