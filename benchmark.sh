@@ -231,7 +231,15 @@ run_one() {
   # sweep's (see "Compiler caches" above).
   local caches=(TORCHINDUCTOR_CACHE_DIR="$RUN_CACHE/inductor" TRITON_CACHE_DIR="$RUN_CACHE/triton")
   [[ " ${WARM_EXPERIMENTS[*]} " != *" $R_EXP "* ]] || caches=(-u TORCH_COMPILE_FORCE_DISABLE_CACHES "${WARM_ENV[@]}")
-  env "${caches[@]}" timeout --foreground --kill-after=30 "$TIMEOUT" "${cmd[@]}" >"$log.stdout" 2>"$log.stderr" &
+  # A setting made by the environment (XLA's command buffers for loops): its value after the variable's own.
+  local variant=${R_NAME#*/} setting=() pair name
+  variant=${variant%%__*}
+  for pair in "${SETTING_ENVIRONMENTS[@]}"; do
+    [[ ${pair%%=*} == "$variant" ]] || continue
+    pair=${pair#*=} name=${pair%%=*}
+    setting=("$name=${!name:+${!name} }${pair#*=}")
+  done
+  env "${caches[@]}" "${setting[@]}" timeout --foreground --kill-after=30 "$TIMEOUT" "${cmd[@]}" >"$log.stdout" 2>"$log.stderr" &
   wait $! || rc=$?
   drop_cache
   duration=$(($(now_s) - start))

@@ -25,7 +25,20 @@ import tyro
 VARIANT = os.path.basename(__file__)[: -len(".py")].removeprefix("ppo_")
 # What benchmark.sh, plot.py and the tests know of this script, read from this line without running it
 # (bench/variants.py): its framework, what compiles its iteration, its row and colour in tables and figures.
-TOOLING = {"framework": "jax", "compiles": "eqx.filter_jit", "order": 3, "color": "tab:red"}
+TOOLING = {
+    "framework": "jax",
+    "compiles": "eqx.filter_jit",
+    "order": 3,
+    "color": "tab:red",
+    # On a GPU, XLA waits on the host for a lax.while_loop's condition every trip unless while loops and conditionals
+    # run in its command buffers (CUDA graphs), which are not among their default kinds (xla/debug_options_flags.cc:
+    # FUSION, CUBLAS, CUBLASLT, CUSTOM_CALL, CUDNN; "+KIND" adds one to them): the gpu preset times that beside this.
+    "gpu_environment": {
+        "tag": "cmdbuf",
+        "environment": "XLA_FLAGS=--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL",
+        "color": "darkred",
+    },
+}
 
 
 @dataclasses.dataclass(frozen=True)  # hashable: jax.jit takes it as a static argument

@@ -31,6 +31,14 @@ TOOLING = {
     "order": 1,
     "color": "tab:blue",
     "stacks": [{"tag": "pyloop", "flags": "--rollout python", "color": "lightskyblue"}],
+    # On a GPU, XLA waits on the host for a lax.while_loop's condition every trip unless while loops and conditionals
+    # run in its command buffers (CUDA graphs), which are not among their default kinds (xla/debug_options_flags.cc:
+    # FUSION, CUBLAS, CUBLASLT, CUSTOM_CALL, CUDNN; "+KIND" adds one to them): the gpu preset times that beside this.
+    "gpu_environment": {
+        "tag": "cmdbuf",
+        "environment": "XLA_FLAGS=--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL",
+        "color": "navy",
+    },
 }
 
 

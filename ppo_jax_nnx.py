@@ -32,6 +32,14 @@ TOOLING = {
     "order": 2,
     "color": "tab:orange",
     "compile_off": {"tag": "nocache", "flags": "--no-cached-partial", "color": "tab:green"},
+    # On a GPU, XLA waits on the host for a lax.while_loop's condition every trip unless while loops and conditionals
+    # run in its command buffers (CUDA graphs), which are not among their default kinds (xla/debug_options_flags.cc:
+    # FUSION, CUBLAS, CUBLASLT, CUSTOM_CALL, CUDNN; "+KIND" adds one to them): the gpu preset times that beside this.
+    "gpu_environment": {
+        "tag": "cmdbuf",
+        "environment": "XLA_FLAGS=--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL",
+        "color": "darkgoldenrod",
+    },
 }
 
 

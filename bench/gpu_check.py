@@ -72,6 +72,7 @@ class Row(NamedTuple):
     gpu_only: bool = False
     same_returns_as: Optional[str] = None  # a row whose returns this one must repeat
     observes: Optional[str] = None  # a cost the sleep detector is there to see, not to fail: reported seen or not
+    environment: tuple = ()  # a setting made by the environment: (NAME, VALUE), VALUE after NAME's own
 
 
 def switches(flags: tuple) -> dict:
@@ -83,11 +84,24 @@ def switches(flags: tuple) -> dict:
 # What an environment's row of HOST_WAITS_ON_GPU is there to see: on a GPU, XLA's default runs a while loop's condition on
 # the host.
 WHILE_LOOP = "the host waits on each trip of the env step's lax.while_loop (XLA's WhileThunk), in every framework"
+IN_COMMAND_BUFFERS = "whether XLA's command buffers for while loops take that wait off the host (not seen: they do)"
 # Rows beyond one per variant, each run with its variant: the settings only a GPU runs (bench/variants.py: torch.compile
-# with CUDA graphs), which must repeat their script's returns, and the environments whose step waits for the host.
-EXTRAS = [
-    Row(v.name, v.setting_of, switches(v.flags), gpu_only=True, same_returns_as=v.setting_of) for v in DISCOVERED if v.gpu_only
-] + [Row(f"jax_linen@{env}", "jax_linen", {"env_id": env}, observes=WHILE_LOOP) for env in HOST_WAITS_ON_GPU]
+# with CUDA graphs, XLA's command buffers for loops), which must repeat their script's returns, and the environments
+# whose step waits for the host, with Linen's default and with its setting made by the environment.
+EXTRAS = (
+    [
+        Row(v.name, v.setting_of, switches(v.flags), True, v.setting_of, environment=v.environment)
+        for v in DISCOVERED
+        if v.gpu_only
+    ]
+    + [Row(f"jax_linen@{env}", "jax_linen", {"env_id": env}, observes=WHILE_LOOP) for env in HOST_WAITS_ON_GPU]
+    + [
+        Row(f"{v.name}@{env}", "jax_linen", {"env_id": env}, True, observes=IN_COMMAND_BUFFERS, environment=v.environment)
+        for v in DISCOVERED
+        if v.setting_of == "jax_linen" and v.environment
+        for env in HOST_WAITS_ON_GPU
+    ]
+)
 
 
 def rows_for(variants: list) -> list:
@@ -371,6 +385,9 @@ def run_child(row: Row, gpu: bool, plain: bool = False, env: Optional[dict] = No
     """run_one in a fresh process, in a fresh temporary directory that holds its caches and its result."""
     with tempfile.TemporaryDirectory(prefix="gpu-check-") as tmp:
         child_env = {**os.environ, **fresh_compiler_caches(tmp), **(env or {})}
+        if row.environment:  # as benchmark.sh's run_one gives a setting its environment
+            name, value = row.environment
+            child_env[name] = f"{child_env[name]} {value}" if child_env.get(name) else value
         result = os.path.join(tmp, "result.json")
         command = [sys.executable, __file__, "--one", row.name, "--json-result", result, "--expect", "gpu" if gpu else "cpu"]
         try:  # the child's output goes to stderr: stdout holds the tables

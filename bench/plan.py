@@ -256,14 +256,18 @@ def make_plan(p: dict, variants: list) -> list:
                     block(exp, env, size, seed, iteration["num_envs"], iterations, flags, names)
 
     names = p["variants"]
-    in_overall = p["settings_in_overall"]  # the GPU-only settings beside their scripts in every overall block
-    beside = {v: [s for s in settings_of.get(v, []) if by_name[s].gpu_only] if in_overall else [] for v in names}
+    # Beside their scripts: in every overall block, where the preset says so, the GPU-only settings made by flags
+    # (CUDA graphs); in every sync block, those made by the environment (XLA's command buffers for loops), whose
+    # point is the rollout's loop. A plan without a GPU has neither.
+    flagged = lambda s: by_name[s].gpu_only and not by_name[s].environment
+    beside = {
+        "overall": {v: [s for s in settings_of.get(v, []) if flagged(s)] for v in names} if p["settings_in_overall"] else {},
+        "sync": {v: [s for s in settings_of.get(v, []) if by_name[s].environment] for v in names},
+    }
     for seed in range(1, p["repeats"] + 1):
         for exp in p["experiments"]:
             if exp in ("overall", "sync"):
-                chosen = allowed(exp, "variants", names)
-                if exp == "overall":
-                    chosen = [n for v in chosen for n in (v, *beside[v])]
+                chosen = [n for v in allowed(exp, "variants", names) for n in (v, *beside[exp].get(v, []))]
                 grid(exp, seed, ["--sync-timing"] if exp == "sync" else [], chosen)
             elif exp == "compile":  # from cold: every script with its settings (compilation off, CUDA graphs), in blocks
                 grid(exp, seed, [], [n for v in allowed(exp, "variants", names) for n in (v, *settings_of.get(v, []))])
@@ -518,6 +522,8 @@ def plan_command(argv: list) -> int:
         "WARM_EXPERIMENTS": [] if p["caches"] == "cold" else [e for e in p["experiments"] if e not in COLD],
         "WARM_ENV": [f"{k}={v}" for k, v in warm_compiler_caches(os.path.join(out, ".caches")).items()],
         "RUNS": ["\t".join(map(str, run)) for run in runs],
+        # what a setting made by the environment adds to a variable, VARIANT=NAME=VALUE (run_one adds VALUE to NAME's)
+        "SETTING_ENVIRONMENTS": [f"{v.name}={'='.join(v.environment)}" for v in plan.variants if v.environment],
         "LISTING": "".join(f"{i} {run[0]}\n" for i, run in enumerate(runs, 1)) if a.list else "",
     }
     if plan.sweep:

@@ -154,7 +154,8 @@ PRESETS = {
     # dispatches every op from Python; what jit buys is answered on the CPU), torch.compile with CUDA graphs beside it
     # in every block, and each framework on environments of its own stack (stacks: the torch scripts on
     # torch_envs.py and Gymnasium, Linen from a Python loop); (2) Breakout-MinAtar at s, m and l, a dearer env; (3)
-    # rollout and update timed apart at s on both; (4) compile times: every variant and setting at s, m and l on
+    # rollout and update timed apart at s on both, each JAX variant also with XLA's command buffers for loops
+    # beside it (its gpu_environment setting); (4) compile times: every variant and setting at s, m and l on
     # CartPole-v1, one cold run each; then 3 more seeds of (1) and (2). Three blocks a cell first. 11 iterations: a
     # steady time over 10, on a GPU held alone. The timed runs share warm compiler caches: only a cell's first run
     # compiles (docs/sweep.md). `--part next` runs the first part with a run still to do, so that any sitting on a

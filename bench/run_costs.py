@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from load_script import write_atomic  # noqa: E402
 from presets import SIZES  # noqa: E402
-from run_records import cpu_model, gpu_names  # noqa: E402
+from run_records import cpu_model, gpu_names, settings_of  # noqa: E402
 from variants import discover, setting_name  # noqa: E402
 
 COSTS = Path(__file__).with_name("costs")  # the tables, one a CPU model
@@ -77,7 +77,7 @@ def build(directories, out=None, startup=None) -> dict:
             on_gpu = record.get("device", "cpu") != "cpu"  # a GPU's runs: a table of that GPU model's
             models.add((record["device"], True) if on_gpu else ((record.get("cpu") or {}).get("model"), False))
             durations = record["iteration_durations"]
-            variant = setting_name(record["variant"], record["args"], DECLARED)
+            variant = setting_name(record["variant"], record["args"], DECLARED, settings_of(record))
             later = durations[1:] or durations
             cells[variant, record["env_id"], size].append((record["setup_duration"], durations[0], statistics.median(later)))
     if len(models) != 1:

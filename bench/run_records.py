@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from load_script import write_atomic
-from variants import _pairs, _shows, discover, setting_name
+from variants import _pairs, _shows, discover, setting_name, without_settings
 
 declared = functools.cache(discover)  # read once: a plan asks it of every record it finds
 
@@ -72,7 +72,7 @@ def other_settings(record: dict, run: tuple) -> str:
         if not _shows(args, flag, value):
             return f"{flag}: {args.get(flag[2:].replace('-', '_'), 'not recorded')}, the plan {value or 'gives it'}"
     variant = run[0].split("/")[1].split("__")[0]  # a setting's run: its record shows the setting's flags, no more
-    if (shown := setting_name(str(record.get("variant")), args, declared())) != variant:
+    if (shown := setting_name(str(record.get("variant")), args, declared(), settings_of(record))) != variant:
         return f"made as {shown}, the plan {variant}"
     return ""
 
@@ -144,8 +144,10 @@ KEPT_APART = (*ALLOCATOR, "XLA_FLAGS")  # variables of the environment under whi
 
 def run_setting(variables) -> str:
     """The settings among `variables` (a record's, as settings_of reads them, or os.environ) as one string, '' for
-    the defaults: timings under two settings are never compared."""
-    return " ".join(f"{name}={variables[name]}" for name in KEPT_APART if variables.get(name))
+    the defaults: timings under two settings are never compared. What a variant's setting adds to a variable (XLA's
+    command buffers for loops) is left out: that run is compared with its script's, as a setting of it."""
+    kept = {name: without_settings(name, variables.get(name), declared()) for name in KEPT_APART}
+    return " ".join(f"{name}={value}" for name, value in kept.items() if value)
 
 
 def settings_of(record: dict) -> dict:

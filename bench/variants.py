@@ -19,8 +19,10 @@ ROOT = Path(__file__).resolve().parent.parent
 SPARE_COLORS = ["tab:gray", "tab:cyan"]
 # A script's settings, each {"tag": ..., "flags": ..., "color": ...}, run beside it in the compile experiment, by
 # TOOLING key: whether only a GPU can run it. compile_off switches the script's compilation off (NNX without
-# cached_partial); gpu_setting is one a CPU refuses (torch.compile with CUDA graphs).
-SETTINGS = {"compile_off": False, "gpu_setting": True}
+# cached_partial); gpu_setting is one a CPU refuses (torch.compile with CUDA graphs); gpu_environment is one made by
+# the environment the script runs in, {"tag": ..., "environment": "NAME=VALUE", "color": ...}, its VALUE added to the
+# variable's (XLA's command buffers for loops: XLA_FLAGS), which its records show and no flag does.
+SETTINGS = {"compile_off": False, "gpu_setting": True, "gpu_environment": True}
 # A script's environment stacks: a list of settings (each also with "gpu_only" where only a GPU runs it) that run the
 # same PPO on other environment code with the same dynamics (torch_envs.py, Gymnasium) or step gymnax's from a Python
 # loop; the stacks experiment runs them beside their scripts.
@@ -38,6 +40,7 @@ class Variant:
     color: str  # its colour in every figure
     compile_off_of: Optional[str] = None  # the variant it is with compilation switched off, in the compile experiment
     flags: tuple = ()  # what a setting adds to its script's command line
+    environment: tuple = ()  # what a setting adds to its script's environment: (NAME, VALUE), VALUE after NAME's own
     setting_of: Optional[str] = None  # for a setting: its script's variant, which it runs beside
     gpu_only: bool = False  # a setting only a GPU runs: a plan without a GPU leaves it out
     num_seeds: bool = False  # its Args take --num-seeds: several seeds trained at once (the seeds experiment)
@@ -94,14 +97,15 @@ def discover(root: Path = ROOT) -> list:
                 name=f"{name}+{s['tag']}",
                 color=s["color"],
                 compile_off_of=name if key == "compile_off" else None,
-                flags=tuple(s["flags"].split()),
+                flags=tuple(s.get("flags", "").split()),
+                environment=tuple(s["environment"].split("=", 1)) if "environment" in s else (),
                 setting_of=name,
                 gpu_only=s.get("gpu_only", False) if key == STACKS else SETTINGS[key],
                 stack=key == STACKS,
             )
             found.append((script.order, setting.name, setting))
     variants, colors = [], set()
-    for _, _, v in sorted(found, key=lambda x: (x[0], x[2].flags != (), x[1])):
+    for _, _, v in sorted(found, key=lambda x: (x[0], x[2].setting_of is not None, x[1])):
         if v.color in colors:  # a copied script keeps its original's colour: give it one of its own
             v = dataclasses.replace(v, color=next(c for c in SPARE_COLORS + [f"C{i}" for i in range(10)] if c not in colors))
         colors.add(v.color)
@@ -111,7 +115,7 @@ def discover(root: Path = ROOT) -> list:
 
 def scripts(variants=None) -> list:
     """The variants that are scripts of their own (no settings)."""
-    return [v for v in (discover() if variants is None else variants) if not v.flags]
+    return [v for v in (discover() if variants is None else variants) if not v.setting_of]
 
 
 def compile_pairs(variants=None) -> list:
@@ -127,16 +131,43 @@ def compile_pairs(variants=None) -> list:
     return sorted(pairs, key=lambda pair: (order[pair[0]], pair[0]))
 
 
-def setting_name(variant: str, args: dict, variants=None) -> str:
-    """The name a run is reported under: its script's, or the script's setting whose flags its `args` show, the one
-    that shows most where several do (a record of ppo_jax_nnx.py with cached_partial false: jax_nnx+nocache; of
-    ppo_torch_compile.py with the torch backend and CUDA graphs: torch_compile+torchenv+graphs)."""
+def setting_name(variant: str, args: dict, variants=None, environment: Optional[dict] = None) -> str:
+    """The name a run is reported under: its script's, or the script's setting whose flags its `args` show (and whose
+    environment its `environment` shows: {NAME: value} as the record has it), the one that shows most where several
+    do (a record of ppo_jax_nnx.py with cached_partial false: jax_nnx+nocache; of ppo_torch_compile.py with the torch
+    backend and CUDA graphs: torch_compile+torchenv+graphs)."""
     shown = [
-        (len(v.flags), v.name)
+        (len(v.flags) + len(v.environment), v.name)
         for v in (discover() if variants is None else variants)
-        if v.setting_of == variant and all(_shows(args, flag, value) for flag, value in _pairs(v.flags))
+        if v.setting_of == variant
+        and all(_shows(args, flag, value) for flag, value in _pairs(v.flags))
+        and (not v.environment or has_words(environment or {}, *v.environment))
     ]
     return max(shown)[1] if shown else variant
+
+
+def has_words(environment: dict, name: str, value: str) -> bool:
+    """Does the variable `name` of `environment` hold every word of `value` (a setting's, added to the variable)?"""
+    return set(value.split()) <= set(str(environment.get(name) or "").split())
+
+
+def without_settings(name: str, value, variants=None):
+    """A variable's value without the words the settings add to it (bench/run_records.run_setting: a setting is not
+    another machine); None where nothing is left."""
+    added = {
+        w
+        for v in (discover() if variants is None else variants)
+        if v.environment[:1] == (name,)
+        for w in v.environment[1].split()
+    }
+    kept = [w for w in str(value).split() if w not in added] if value else []
+    return " ".join(kept) or None
+
+
+def described(v: Variant) -> str:
+    """How a setting is made from its script, for listings and reports: "jax_linen with XLA_FLAGS+=..."."""
+    made = [*v.flags, *([f"{v.environment[0]}+={v.environment[1]}"] if v.environment else [])]
+    return f"{v.setting_of} with {' '.join(made)}"
 
 
 def _pairs(flags: tuple) -> list:
@@ -180,7 +211,7 @@ def main() -> int:
         print(f"bench/variants.py: {e}", file=sys.stderr)
         return 2
     for v in variants:
-        made = f"{v.setting_of} with {' '.join(v.flags)}{' (GPU only)' * v.gpu_only}" if v.setting_of else v.script
+        made = f"{described(v)}{' (GPU only)' * v.gpu_only}" if v.setting_of else v.script
         print(f"{v.name:<21} {v.framework:<6} {v.compiles or 'eager':<15} {made}")
     return 0
 

@@ -6,7 +6,7 @@ import functools
 import numpy as np
 
 from report.learning_markdown import learn
-from report.records import DECLARED, FLOOR_FILES, floor_file
+from report.records import DECLARED, FLOOR_FILES, described, floor_file
 from report.tables import RATIO_TEXT, fmt, image, ratio_table, table, with_interval
 from report.timing import CONFIDENCE, REFERENCE, SPEEDUP_METRICS
 
@@ -289,7 +289,7 @@ def stacks(s, tool="bench/host_cost.py") -> list:
 
 def compilation(s) -> list:
     run = {r["b"] for r in s["rows"]}
-    settings = [f"{v.name} is {v.setting_of} with {' '.join(v.flags)}" for v in DECLARED if v.setting_of and v.name in run]
+    settings = [f"{v.name} is {described(v)}" for v in DECLARED if v.setting_of and v.name in run]
     note = f" (Settings, each run beside its script in the compile experiment: {'; '.join(settings)}.)" if settings else ""
     return [
         image("compilation.png"),

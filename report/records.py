@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from presets import EXPERIMENTS, HOST_WAITS_ON_GPU  # noqa: E402,F401  (HOST_WAITS_ON_GPU: for report.summary)
 from presets import SIZES as PLAN_SIZES  # noqa: E402
 from run_records import run_setting, settings_of  # noqa: E402
-from variants import compile_pairs, discover, scripts, setting_name  # noqa: E402
+from variants import compile_pairs, described, discover, scripts, setting_name  # noqa: E402,F401  (described: report.markdown)
 
 # The variants are the ppo_*.py scripts, in the order and colours they declare (bench/variants.py); a compile
 # setting (jax_nnx+nocache: NNX without cached_partial) follows its script.
@@ -155,7 +155,7 @@ def load_runs(directory: Path):
         experiment = args.get("exp_name")
         if experiment not in EXPERIMENTS:  # a run not made by benchmark.sh
             experiment = "sync" if record["sync_timing"] else "overall"
-        variant = setting_name(record["variant"], args, DECLARED)
+        variant = setting_name(record["variant"], args, DECLARED, settings_of(record))
         hidden = tuple(record["hidden"])
         size = SIZES.get(hidden, "x".join(map(str, hidden)))
         run = Run(

@@ -94,3 +94,23 @@ def test_part_next_says_when_every_part_is_done(tmp_path):
     done = gpu_sweep(out, env, *flags, "--part", "next")
     assert done.returncode == 0 and "every part of the 1 is done" in done.stdout and "ran 0" in done.stdout
     assert listing(gpu_sweep(out, env, *flags, "--part", "next", "--dry-run").stdout) == []
+
+
+def test_a_setting_made_by_the_environment_runs_under_it_beside_its_script_as_one_machine(tmp_path):
+    """XLA's command buffers for loops: in the sync blocks beside each JAX script, never in overall; its runs get the
+    setting's XLA_FLAGS after the sweep's own, and its records count as its script's machine, not stale, not another."""
+    out, env = tmp_path / "out", gpu_machine(tmp_path / "gpu") | {"XLA_FLAGS": "--xla_dump_to=/dev/null"}
+    flags = ["--experiments", "overall,sync", "--envs", "CartPole-v1", "--sizes", "s", "--variants", "jax_linen,torch"]
+    planned = listing(gpu_sweep(out, env, *flags, "--dry-run").stdout)
+    assert [n for n in planned if "+cmdbuf" in n] == [f"sync/jax_linen+cmdbuf__CartPole-v1__s__seed{k}" for k in (1, 2, 3)]
+    ran = gpu_sweep(out, env, *flags)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    records = run_files(out)
+    setting = "--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL"
+    for name, record in records.items():
+        expected = f"--xla_dump_to=/dev/null {setting}" if "+cmdbuf__" in name else "--xla_dump_to=/dev/null"
+        assert record["xla_flags"] == expected, name
+    again = gpu_sweep(out, env, *flags, "--dry-run")  # every record done, none stale
+    assert again.returncode == 0 and ", 0 to run" in again.stdout and "stale" not in again.stdout, again.stdout
+    other = gpu_sweep(out, {**env, "XLA_FLAGS": setting}, *flags)  # the setting alone, for every run
+    assert other.returncode == 2 and "was timed with XLA_FLAGS=--xla_dump_to=/dev/null" in other.stderr

@@ -10,8 +10,9 @@ import sys
 import pytest
 
 from conftest import ROOT, SCRIPTS
+from run_records import run_setting, settings_of
 from test_plot import record, records, write
-from variants import VariantError, compile_pairs, discover, setting_name
+from variants import VariantError, compile_pairs, discover, scripts, setting_name
 
 NEW = "jax_scratch"  # the scratch variant: ppo_jax_scratch.py, a copy of ppo_jax_linen.py
 
@@ -30,7 +31,7 @@ def copy(tmp_path_factory):
 
 def test_the_variants_are_the_scripts_in_their_declared_order():
     variants = discover()
-    assert sorted(v.script for v in variants if not v.flags) == sorted(p.name for p in ROOT.glob("ppo_*.py"))
+    assert sorted(v.script for v in variants if not v.setting_of) == sorted(p.name for p in ROOT.glob("ppo_*.py"))
     assert [v.order for v in variants] == sorted(v.order for v in variants)
     assert len({v.color for v in variants}) == len(variants)  # one colour per variant, settings included
     for compiled, _ in compile_pairs(variants):  # a compiled variant, and one that is not or a setting of it
@@ -112,3 +113,19 @@ def test_a_cuda_graphs_record_is_reported_as_the_gpu_setting_in_a_colour_of_its_
     assert sorted(r.variant for r in runs) == ["torch_compile", "torch_compile+graphs"] and failures == []
     colors = {v.name: v.color for v in records.DECLARED}
     assert list(colors.values()).count(colors["torch_compile+graphs"]) == 1
+
+
+def test_a_setting_made_by_the_environment_is_named_from_the_records_xla_flags_and_is_not_another_machine():
+    cmdbuf = {v.name: v for v in discover()}["jax_linen+cmdbuf"]
+    assert cmdbuf.gpu_only and cmdbuf.setting_of == "jax_linen" and cmdbuf.environment[0] == "XLA_FLAGS"
+    assert "jax_linen+cmdbuf" not in {v.name for v in scripts()}
+    flags = cmdbuf.environment[1]
+    made = lambda xla_flags: {"variant": "jax_linen", "args": {}, "xla_flags": xla_flags}  # noqa: E731
+    for xla_flags, name in [(None, "jax_linen"), ("--xla_dump_to=x", "jax_linen"), (f"--xla_dump_to=x {flags}", cmdbuf.name)]:
+        assert setting_name("jax_linen", {}, None, settings_of(made(xla_flags))) == name
+    assert setting_name("jax_nnx", {}, None, {"XLA_FLAGS": flags}) == "jax_nnx+cmdbuf"
+    assert setting_name("torch", {}, None, {"XLA_FLAGS": flags}) == "torch"  # no such setting
+    # the setting's runs and its script's compare as one machine; other XLA_FLAGS stay another
+    assert run_setting(settings_of(made(f"--xla_dump_to=x {flags}"))) == run_setting(settings_of(made("--xla_dump_to=x")))
+    assert run_setting(settings_of(made(flags))) == ""
+    assert run_setting(settings_of(made("--xla_dump_to=x"))) == "XLA_FLAGS=--xla_dump_to=x"
