@@ -4,7 +4,7 @@
 
 Runs ppo_torch_compile.py's train() unchanged except that torch.compile returns the function
 itself, uncompiled, for the parts not named in --parts:
-  policy  the policy step with its sampler (`act`),
+  policy  the policy step with its sampler (`policy`),
   critic  the value of the final observations (`agent.value`),
   update  the minibatch update: forward, loss, traced backward, clipping, foreach Adam.
 Every uncompiled part runs the same code eagerly. Only an eager update changes its optimizer: eager
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))  # the tools the studies share with the tests
 from load_script import check_out, load, reset_torch_compile, write_atomic  # noqa: E402
 
-PARTS = {"policy": "act", "critic": "value", "update": "learn_minibatch"}  # part -> compiled function's name
+PARTS = {"policy": "policy", "critic": "value", "update": "learn_minibatch"}  # part -> compiled function's name
 
 
 def seeds(text: str) -> list[int]:

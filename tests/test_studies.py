@@ -58,6 +58,27 @@ def test_a_study_runs_and_writes_its_result(study, tmp_path):
         node = node[step]
 
 
+def test_torch_compile_parts_names_the_functions_the_script_compiles():
+    """Each part is a function ppo_torch_compile.py hands to its `compiled` (called or as a decorator): a part named
+    after no such function would never be compiled, and the study would time eager code under its name."""
+    import ast
+
+    from torch_compile_parts import PARTS
+
+    tree = ast.parse((ROOT / "ppo_torch_compile.py").read_text())
+    handed = {
+        getattr(node.args[0], "id", getattr(node.args[0], "attr", None))
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "compiled" and node.args
+    }
+    handed |= {
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and any(getattr(d, "id", None) == "compiled" for d in node.decorator_list)
+    }
+    assert set(PARTS.values()) <= handed, f"{sorted(set(PARTS.values()) - handed)} not compiled by the script ({handed})"
+
+
 @pytest.mark.slow
 @needs("torch_compile")
 def test_torch_compile_parts_runs_a_part_compiled_alone(tmp_path):
