@@ -70,6 +70,24 @@ def test_each_cell_is_its_first_sources_ratio_with_an_interval(tmp_path, columns
     assert table["torch_compile+graphs", "peak memory at s"] == "needs a GPU"
 
 
+def test_a_base_source_gives_linens_seconds_and_every_per_run_statistic_from_one_machine(tmp_path, monkeypatch):
+    """A column whose JAX cells come from a later sweep on another machine: their ratios from it, but Linen's seconds
+    and every variant's iteration 0 from the base sweep, where torch's are (one machine's compile times side by side)."""
+    chosen = (front.Column("size s", "s", ("jax-sweep", "torch-sweep"), base="torch-sweep"),)
+    monkeypatch.setattr(front, "COLUMNS", chosen)
+    monkeypatch.setattr(front, "FIRST", chosen[0])
+    sweep(tmp_path / "torch-sweep", {"jax_linen": 0.2, "jax_nnx": 0.2, "torch": 0.6})
+    sweep(tmp_path / "torch-sweep", {"jax_linen": 0.2, "jax_equinox": 0.3}, envs=["CartPole-v1"], seeds=(1, 2))
+    sweep(tmp_path / "jax-sweep", {"jax_linen": 0.1, "jax_nnx": 0.12, "jax_equinox": 0.15}, model="EPYC 2")
+    table = cells(front.markdown(front.answer(front.load(tmp_path))))
+    s, zero = "size s, 3 gymnax environments", "iteration 0 at s (compilation)"
+    assert table["jax_linen", s] == "1 (0.20 s an iteration)"  # the base sweep's Linen, not jax-sweep's 0.1 s
+    assert table["jax_nnx", s] == "1.20 [1.20, 1.20]" and table["torch", s] == "3.00 [3.00, 3.00]"
+    assert table["jax_nnx", zero] == "6.0 s"  # 30x its steady iteration in the base sweep (jax-sweep's: 3.6 s)
+    assert table["jax_equinox", zero] == "9.0 s"  # the base sweep ran it too, on one environment
+    assert table["jax_linen", zero] == "6.0 s" and table["torch", zero] == "18 s"
+
+
 def test_the_command_writes_the_table_and_the_figure_and_the_readmes_copy(tmp_path, columns):
     result = make(tmp_path)
     page = tmp_path / "README.md"
