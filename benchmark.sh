@@ -40,6 +40,12 @@
 # Environment: PYTHON (default python3) is the interpreter the variant scripts run under.
 set -euo pipefail
 
+# A shell that starts with SIGINT ignored (a script's background job) cannot trap it, yet its runs would not ignore
+# it: timeout(1) catches it and the exec resets it, so a Ctrl-C to the group would kill the run in flight, record it
+# as a crash and go on. Started so, the sweep starts again with SIGINT at its default, and stops on it as any sweep
+# does (on_signal). SIGHUP stays as given: under nohup a sweep outlives its terminal.
+if [[ -n $(trap -p INT) ]]; then exec env --default-signal=INT bash "${BASH_SOURCE[0]}" "$@"; fi
+
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PYTHON=${PYTHON:-python3}
 # bench/plan.py checks the arguments, holds the presets and makes the plan; this file runs it.

@@ -745,7 +745,14 @@ def stub_python(tmp_path: Path) -> tuple[str, Path]:
     return str(wrapper), measures
 
 
-def start(flags, env) -> subprocess.Popen:
+def start(flags, env, ignored=()) -> subprocess.Popen:
+    """The sweep in a session of its own, with SIGINT and SIGHUP at their defaults, or ignored where named (as a
+    script's background job starts with SIGINT ignored, nohup with SIGHUP), whatever this test run was given."""
+
+    def signals():
+        for sig in (signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN if sig in ignored else signal.SIG_DFL)
+
     return subprocess.Popen(
         ["bash", str(BENCHMARK), *flags],
         env={**os.environ, **env},
@@ -753,6 +760,7 @@ def start(flags, env) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=signals,
     )
 
 
@@ -776,9 +784,9 @@ def lock_is_free(out: Path) -> bool:
 def test_two_sweeps_on_one_out_never_time_side_by_side(tmp_path):
     """A second sweep (or --task) on an OUT a sweep holds is refused in one line naming the first; after only the
     first's shell is killed, its run goes on and a resume is refused until that run ends; then it resumes."""
-    out, python = tmp_path / "out", fake_python(tmp_path)
+    out, python, release = tmp_path / "out", fake_python(tmp_path), tmp_path / "release"
     flags = [*FAKE_PLAN, "--repeats", "2", "--out", str(out)]
-    env = {"PYTHON": python, "FAKE_SLEEP": "8"}
+    env = {"PYTHON": python, "FAKE_HOLD": str(release)}  # its first run waits for the checks below
     first = start(flags, env)
     wait_until(lambda: list((out / "logs").rglob("*.stdout")))  # its first run is in flight
     for more in ([], ["--task", "2"]):
@@ -790,6 +798,7 @@ def test_two_sweeps_on_one_out_never_time_side_by_side(tmp_path):
     first.wait(timeout=30)  # (not its pipes: the run holds them open)
     orphaned = sweep(*flags, env=env)
     assert orphaned.returncode == 2 and "whose shell has ended while its run goes on" in orphaned.stderr, orphaned.stderr
+    release.touch()
     wait_until(lambda: lock_is_free(out), timeout=30)  # the orphaned run ends, and with it the lock
     first.stdout.close()
     first.stderr.close()
@@ -879,13 +888,20 @@ def test_a_finished_sweep_rerun_measures_nothing_again(tmp_path):
     assert measures.read_text().splitlines() == calls
 
 
-@pytest.mark.parametrize("signals", [[signal.SIGHUP], [signal.SIGINT, signal.SIGINT]], ids=["hangup", "ctrl-c twice"])
-def test_a_hangup_or_a_second_ctrl_c_ends_the_sweep_with_its_summary_and_leaves_nothing_in_tmpdir(tmp_path, signals):
+@pytest.mark.parametrize(
+    "signals, ignored",
+    [([signal.SIGHUP], ()), ([signal.SIGINT, signal.SIGINT], ()), ([signal.SIGINT, signal.SIGINT], (signal.SIGINT,))],
+    ids=["hangup", "ctrl-c twice", "ctrl-c twice, started with SIGINT ignored"],
+)
+def test_a_hangup_or_a_second_ctrl_c_ends_the_sweep_with_its_summary_and_leaves_nothing_in_tmpdir(tmp_path, signals, ignored):
     """A closed terminal is a Ctrl-C; a second Ctrl-C while the sweep stops its run changes nothing: the summary, exit
-    130, no traceback, and nothing in TMPDIR (the run's caches, the slots' messages) or OUT but records and logs."""
+    130, no traceback, and nothing in TMPDIR (the run's caches, the slots' messages) or OUT but records and logs. A
+    sweep started with SIGINT ignored (a script's background job) stops on it all the same: its run could not ignore
+    it, and would otherwise be recorded as a crash while the sweep went on."""
     out, tmp = tmp_path / "out", tmp_path / "tmp"
     tmp.mkdir()
-    proc = start([*FAKE_PLAN, "--out", str(out)], {"PYTHON": fake_python(tmp_path), "TMPDIR": str(tmp), "FAKE_LINGER": "30"})
+    env = {"PYTHON": fake_python(tmp_path), "TMPDIR": str(tmp), "FAKE_LINGER": "30"}
+    proc = start([*FAKE_PLAN, "--out", str(out)], env, ignored)
     wait_until(lambda: run_files(out))  # the first run wrote its record and lingers
     for sent in signals:
         with contextlib.suppress(ProcessLookupError):  # (the sweep may have ended before a second)

@@ -172,12 +172,14 @@ def test_a_task_killed_mid_run_then_rerun_leaves_one_valid_record(tmp_path):
     # Only the shell killed: its run goes on and keeps the claim; a rerun meanwhile leaves the run to it.
     out2 = tmp_path / "out2"
     flags2 = [*FAKE_PLAN, "--out", str(out2), "--task", "2"]
-    proc = start_task(flags2, {**env, "FAKE_SLEEP": "2"})
+    release = tmp_path / "release"  # the run waits for it: the rerun below finds it in flight however slow this is
+    proc = start_task(flags2, {**env, "FAKE_SLEEP": "0", "FAKE_HOLD": str(release)})
     wait_for((out2 / "logs" / f"{name}.stdout").exists)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
     rerun = sweep(*flags2, env={"PYTHON": env["PYTHON"]})
     assert rerun.returncode == 0 and "skipped: another process is running it" in rerun.stdout, rerun.stdout
+    release.touch()
     wait_for(lambda: run_files(out2), timeout=30)
     time.sleep(0.5)
     records = run_files(out2)
