@@ -22,25 +22,6 @@ import optax
 import tyro
 from flax.training.train_state import TrainState
 
-VARIANT = os.path.basename(__file__)[: -len(".py")].removeprefix("ppo_")
-# What benchmark.sh, plot.py and the tests know of this script, read from this line without running it
-# (bench/variants.py): its framework, what compiles its iteration, its row and colour in tables and figures.
-TOOLING = {
-    "framework": "jax",
-    "compiles": "jax.jit",
-    "order": 1,
-    "color": "tab:blue",
-    "stacks": [{"tag": "pyloop", "flags": "--rollout python", "color": "lightskyblue"}],
-    # On a GPU, XLA waits on the host for a lax.while_loop's condition every trip unless while loops and conditionals
-    # run in its command buffers (CUDA graphs), which are not among their default kinds (xla/debug_options_flags.cc:
-    # FUSION, CUBLAS, CUBLASLT, CUSTOM_CALL, CUDNN; "+KIND" adds one to them): the gpu preset times that beside this.
-    "gpu_environment": {
-        "tag": "cmdbuf",
-        "environment": "XLA_FLAGS=--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL",
-        "color": "navy",
-    },
-}
-
 
 @dataclasses.dataclass(frozen=True)  # hashable: jax.jit takes it as a static argument
 class Args:
@@ -48,14 +29,10 @@ class Args:
     """the name of this experiment (part of the TensorBoard run name)"""
     seed: int = 1
     """seed of the environment, the network init and the action sampling"""
-    num_seeds: int = 1
-    """train seeds seed .. seed+num_seeds-1 at once: one compiled program, vmapped over a leading seed axis"""
     cuda: bool = True
     """use the GPU when one is visible; the CPU otherwise"""
     env_id: str = "CartPole-v1"
     """the gymnax environment id (discrete actions only), or Craftax-Classic-Symbolic-v1 or Craftax-Symbolic-v1"""
-    rollout: Literal["scan", "python"] = "scan"
-    """scan: the rollout's steps in the iteration's one program; python: from a Python loop, one jitted call a step"""
     total_timesteps: int = 819200
     """total environment steps; rounded down to whole iterations of num_envs * num_steps"""
     num_envs: int = 32
@@ -88,14 +65,19 @@ class Args:
     """bootstrap time-limit truncations with V(final observation); off treats them as terminations"""
     hidden: str = "64,64"
     """hidden layer sizes of the actor and of the critic, comma-separated, e.g. 256,256,256"""
+    tensorboard: bool = True
+    """write TensorBoard logs to runs/{run_name}"""
+    # The benchmark's, not PPO's: how the run is set up, timed and recorded.
+    num_seeds: int = 1
+    """train seeds seed .. seed+num_seeds-1 at once: one compiled program, vmapped over a leading seed axis"""
+    rollout: Literal["scan", "python"] = "scan"
+    """scan: the rollout's steps in the iteration's one program; python: from a Python loop, one jitted call a step"""
     matmul_precision: Literal["highest", "high"] = "highest"
     """float32 matmul precision: highest = float32 in every framework; high = TF32 on an NVIDIA GPU"""
     sync_timing: bool = False
     """time rollout(+GAE) and update separately, blocking after each"""
     json_out: Optional[str] = None
     """write the result record (JSON, schema 2) to this path"""
-    tensorboard: bool = True
-    """write TensorBoard logs to runs/{run_name}"""
     quiet: bool = False
     """print no progress line per iteration"""
 
@@ -387,6 +369,25 @@ from tensorboard.compat.proto.event_pb2 import Event
 from tensorboard.plugins.text.summary_v2 import text_pb
 from tensorboard.summary import Writer
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+VARIANT = os.path.basename(__file__)[: -len(".py")].removeprefix("ppo_")
+# What benchmark.sh, plot.py and the tests know of this script, read from this line without running it
+# (bench/variants.py): its framework, what compiles its iteration, its row and colour in tables and figures.
+TOOLING = {  # own
+    "framework": "jax",
+    "compiles": "jax.jit",
+    "order": 1,
+    "color": "tab:blue",
+    "stacks": [{"tag": "pyloop", "flags": "--rollout python", "color": "lightskyblue"}],
+    # On a GPU, XLA waits on the host for a lax.while_loop's condition every trip unless while loops and conditionals
+    # run in its command buffers (CUDA graphs), which are not among their default kinds (xla/debug_options_flags.cc:
+    # FUSION, CUBLAS, CUBLASLT, CUSTOM_CALL, CUDNN; "+KIND" adds one to them): the gpu preset times that beside this.
+    "gpu_environment": {
+        "tag": "cmdbuf",
+        "environment": "XLA_FLAGS=--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL",
+        "color": "navy",
+    },
+}
 
 
 class UsageError(ValueError):

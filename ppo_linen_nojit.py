@@ -25,11 +25,6 @@ import optax
 import tyro
 from flax.training.train_state import TrainState
 
-VARIANT = os.path.basename(__file__)[: -len(".py")].removeprefix("ppo_")
-# What benchmark.sh, plot.py and the tests know of this script, read from this line without running it
-# (bench/variants.py): its framework, what compiles its iteration, its row and colour in tables and figures.
-TOOLING = {"framework": "jax", "compiles": None, "order": 4, "color": "tab:purple", "compile_off_of": "jax_linen"}
-
 
 @dataclasses.dataclass(frozen=True)  # hashable: jax.jit takes it as a static argument
 class Args:
@@ -37,8 +32,6 @@ class Args:
     """the name of this experiment (part of the TensorBoard run name)"""
     seed: int = 1
     """seed of the environment, the network init and the action sampling"""
-    num_seeds: int = 1
-    """train seeds seed .. seed+num_seeds-1 at once, vmapped over a leading seed axis (each op batched, still eager)"""
     cuda: bool = True
     """use the GPU when one is visible; the CPU otherwise"""
     env_id: str = "CartPole-v1"
@@ -75,14 +68,17 @@ class Args:
     """bootstrap time-limit truncations with V(final observation); off treats them as terminations"""
     hidden: str = "64,64"
     """hidden layer sizes of the actor and of the critic, comma-separated, e.g. 256,256,256"""
+    tensorboard: bool = True
+    """write TensorBoard logs to runs/{run_name}"""
+    # The benchmark's, not PPO's: how the run is set up, timed and recorded.
+    num_seeds: int = 1
+    """train seeds seed .. seed+num_seeds-1 at once, vmapped over a leading seed axis (each op batched, still eager)"""
     matmul_precision: Literal["highest", "high"] = "highest"
     """float32 matmul precision: highest = float32 in every framework; high = TF32 on an NVIDIA GPU"""
     sync_timing: bool = False
     """time rollout(+GAE) and update separately, blocking after each"""
     json_out: Optional[str] = None
     """write the result record (JSON, schema 2) to this path"""
-    tensorboard: bool = True
-    """write TensorBoard logs to runs/{run_name}"""
     quiet: bool = False
     """print no progress line per iteration"""
 
@@ -376,6 +372,17 @@ from tensorboard.compat.proto.event_pb2 import Event
 from tensorboard.plugins.text.summary_v2 import text_pb
 from tensorboard.summary import Writer
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+VARIANT = os.path.basename(__file__)[: -len(".py")].removeprefix("ppo_")
+# What benchmark.sh, plot.py and the tests know of this script, read from this line without running it
+# (bench/variants.py): its framework, what compiles its iteration, its row and colour in tables and figures.
+TOOLING = {  # own
+    "framework": "jax",
+    "compiles": None,
+    "order": 4,
+    "color": "tab:purple",
+    "compile_off_of": "jax_linen",
+}
 
 
 class UsageError(ValueError):

@@ -4,6 +4,7 @@ Read it beside ppo_jax_linen.py (same Args, sections and PPO details) or CleanRL
 stay in JAX, one jitted, vmapped gymnax step per rollout step; actions go to JAX and observations come back
 through DLPack without a copy, and the other env outputs stay in JAX until the rollout ends. Network, GAE,
 loss and Adam are PyTorch, run op by op from Python (eager); ppo_torch_compile.py is the same with torch.compile.
+PPO is everything above the harness line; `train` holds its loop.
 
     python ppo_torch.py --env-id CartPole-v1 --hidden 256,256,256
 """
@@ -14,11 +15,8 @@ import sys
 import time
 from typing import Literal, NamedTuple, Optional, Sequence
 
-# Before jax initializes: JAX would take 75% of the GPU's memory at once; torch shares the card, so on demand.
+# Read as jax and torch start (the harness, below, says why): memory on demand, and torch's threads' wait.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-# torch's OpenMP threads busy-wait for milliseconds after each op, taking the cores JAX's env step needs. They spin
-# ~30 us instead (GOMP_SPINCOUNT, GNU OpenMP's, which torch's Linux wheels use; it overrides PASSIVE): enough to
-# bridge the ops of an update, not a rollout's env step. Never spinning (PASSIVE) would cost a wake-up per op.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("GOMP_SPINCOUNT", "3000")
 
@@ -29,21 +27,6 @@ import numpy as np
 import torch
 import torch.nn as nn
 import tyro
-
-VARIANT = os.path.basename(__file__)[: -len(".py")].removeprefix("ppo_")
-# What benchmark.sh, plot.py and the tests know of this script, read from this line without running it
-# (bench/variants.py): its framework, what compiles its iteration, its row and colour in tables and figures.
-TOOLING = {
-    "framework": "torch",
-    "compiles": None,
-    "order": 5,
-    "color": "tab:brown",
-    "compile_off_of": "torch_compile",
-    "stacks": [
-        {"tag": "torchenv", "flags": "--env-backend torch", "color": "sienna"},
-        {"tag": "gymnasium", "flags": "--env-backend gymnasium", "color": "rosybrown"},
-    ],
-}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,10 +39,6 @@ class Args:
     """use the GPU when one is visible; the CPU otherwise"""
     env_id: str = "CartPole-v1"
     """the gymnax environment id (discrete actions only), or Craftax-Classic-Symbolic-v1 or Craftax-Symbolic-v1"""
-    env_backend: Literal["gymnax", "torch", "gymnasium"] = "gymnax"
-    """where the environments run: gymnax (JAX, handed over by DLPack every step), torch (torch_envs.py: gymnax's
-    dynamics in PyTorch, on the torch device) or gymnasium (Gymnasium's vector envs on the CPU); the last two have
-    CartPole-v1 and Acrobot-v1"""
     total_timesteps: int = 819200
     """total environment steps; rounded down to whole iterations of num_envs * num_steps"""
     num_envs: int = 32
@@ -92,6 +71,13 @@ class Args:
     """bootstrap time-limit truncations with V(final observation); off treats them as terminations"""
     hidden: str = "64,64"
     """hidden layer sizes of the actor and of the critic, comma-separated, e.g. 256,256,256"""
+    tensorboard: bool = True
+    """write TensorBoard logs to runs/{run_name}"""
+    # The benchmark's, not PPO's: how the run is set up, timed and recorded.
+    env_backend: Literal["gymnax", "torch", "gymnasium"] = "gymnax"
+    """where the environments run: gymnax (JAX, handed over by DLPack every step), torch (torch_envs.py: gymnax's
+    dynamics in PyTorch, on the torch device) or gymnasium (Gymnasium's vector envs on the CPU); the last two have
+    CartPole-v1 and Acrobot-v1"""
     matmul_precision: Literal["highest", "high"] = "highest"
     """float32 matmul precision: highest = float32 in every framework; high = TF32 on an NVIDIA GPU"""
     sync_timing: bool = False
@@ -100,8 +86,6 @@ class Args:
     """on a GPU, make torch raise on any host sync inside a timed iteration (torch.cuda.set_sync_debug_mode)"""
     json_out: Optional[str] = None
     """write the result record (JSON, schema 2) to this path"""
-    tensorboard: bool = True
-    """write TensorBoard logs to runs/{run_name}"""
     quiet: bool = False
     """print no progress line per iteration"""
 
@@ -148,6 +132,14 @@ class EpisodeStats(NamedTuple):  # per env: the return and length of its episode
     lengths: jax.Array
 
 
+class EnvStep(NamedTuple):  # what a step of every env gives besides the next observation
+    reward: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+    final_obs: jax.Array  # the observation reached before any auto-reset: its value bootstraps a truncation
+    finished: EpisodeStats  # the episodes that ended on this step (0 where none did)
+
+
 class Transition(NamedTuple):  # one step of every env; a rollout's steps are stacked: (num_steps, num_envs, ...)
     obs: torch.Tensor
     action: torch.Tensor
@@ -155,15 +147,13 @@ class Transition(NamedTuple):  # one step of every env; a rollout's steps are st
     reward: torch.Tensor
     terminated: torch.Tensor
     truncated: torch.Tensor
-    final_obs: torch.Tensor  # the observation reached before any auto-reset: its value bootstraps a truncation
-    finished: EpisodeStats  # the episodes that ended on this step (0 where none did)
+    final_obs: torch.Tensor
+    finished: EpisodeStats
 
 
-class Runner(NamedTuple):  # JAX arrays with gymnax's environments (the observation too, handed to torch each step)
+class Runner(NamedTuple):  # what a rollout starts from: the envs' state, and the observation to act on (torch)
     env_state: object
-    obs: jax.Array
-    episode: EpisodeStats
-    key: jax.Array
+    obs: torch.Tensor
 
 
 def make_env(env_id: str):
@@ -176,47 +166,89 @@ def make_env(env_id: str):
     return gymnax.make(env_id)
 
 
-def step_envs(env, env_params, key, runner: Runner, action, logprob):
-    """Step every env once with the actions taken (gymnax resets finished ones): the runner after the step, and the
-    step's Transition."""
-    keys = jax.random.split(key, action.shape[0])
-    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))  # one key, state and action per env; the same params
-    obs, env_state, reward, terminated, truncated, info = step(keys, runner.env_state, action, env_params)
-    done = jnp.logical_or(terminated, truncated)
-    returns, lengths = runner.episode.returns + reward, runner.episode.lengths + 1
-    finished = EpisodeStats(jnp.where(done, returns, 0.0), jnp.where(done, lengths, 0))
-    transition = Transition(runner.obs, action, logprob, reward, terminated, truncated, info["final_observation"], finished)
-    episode = EpisodeStats(jnp.where(done, 0.0, returns), jnp.where(done, 0, lengths))
-    return runner._replace(env_state=env_state, obs=obs, episode=episode), transition
+class GymnaxState(NamedTuple):  # JAX arrays, on the JAX device
+    env_state: object
+    episode: EpisodeStats
+    key: jax.Array
 
 
-def start_envs(env, env_params, key, num_envs: int, jax_device) -> Runner:
-    """num_envs environments reset from `key`: the Runner of the first rollout, on jax_device."""
-    key, _, reset_key = jax.random.split(key, 3)  # as the JAX scripts split it: the same worlds
-    obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, num_envs), env_params)
-    # gymnax's reset leaves some fields weakly typed (MountainCar's velocity is jnp.array(0.0)) and a step
-    # makes them strong: a jitted step would trace and compile again on its second call. Strong from the start
-    # (Craftax's state also holds typed PRNG keys, which have no weak type).
-    env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if getattr(x, "weak_type", False) else x, env_state)
-    episode = EpisodeStats(jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32))
-    # committed to the device from the start: a change of placement would retrace env_step
-    return jax.device_put(Runner(env_state, obs, episode, key), jax_device)
+class GymnaxEnvs:
+    """num_envs of gymnax's environments, stepped from torch: reset(seed) -> (state, obs), step(state, action) ->
+    (state, obs, EnvStep), stack(steps) -> Transition, as torch_envs.py's environments are. A step is one jitted JAX
+    call: the action goes to JAX and the observation comes back through DLPack without a copy; the other outputs stay
+    in JAX until stack() hands a rollout's over at once."""
+
+    def __init__(self, env_id: str, num_envs: int, jax_device):
+        self.env, self.env_params = make_env(env_id)
+        self.num_envs, self.jax_device = num_envs, jax_device
+        self.num_actions = self.env.action_space(self.env_params).n
+        self.jax_step = jax.jit(self.step_envs)
+        # Every buffer handed between the frameworks: neither allocator knows the other's stream, so a buffer freed on
+        # the host once its last reference goes could be reused while a kernel queued on the other stream still reads
+        # it. A rollout's are kept until the next rollout's end, by when its iteration's synchronize has passed.
+        self.handed_over, self.previous = [], []
+
+    def reset(self, seed: int):
+        key, _, reset_key = jax.random.split(jax.random.key(seed), 3)  # as the JAX scripts split it: the same worlds
+        obs, env_state = jax.vmap(self.env.reset, in_axes=(0, None))(
+            jax.random.split(reset_key, self.num_envs), self.env_params
+        )
+        # gymnax's reset leaves some fields weakly typed (MountainCar's velocity is jnp.array(0.0)) and a step
+        # makes them strong: a jitted step would trace and compile again on its second call. Strong from the start
+        # (Craftax's state also holds typed PRNG keys, which have no weak type).
+        env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if getattr(x, "weak_type", False) else x, env_state)
+        episode = EpisodeStats(jnp.zeros(self.num_envs), jnp.zeros(self.num_envs, jnp.int32))
+        # committed to the device from the start: a change of placement would retrace the step
+        state, obs = jax.device_put((GymnaxState(env_state, episode, key), obs), self.jax_device)
+        self.handed_over.append(obs)
+        return state, torch.from_dlpack(obs)
+
+    def step_envs(self, state: GymnaxState, action):
+        """Step every env once (gymnax resets finished ones), in JAX: the state after it, the observation, the rest."""
+        key, step_key = jax.random.split(state.key)
+        step = jax.vmap(self.env.step, in_axes=(0, 0, 0, None))  # one key, state and action per env; the same params
+        obs, env_state, reward, terminated, truncated, info = step(
+            jax.random.split(step_key, self.num_envs), state.env_state, action, self.env_params
+        )
+        done = jnp.logical_or(terminated, truncated)
+        returns, lengths = state.episode.returns + reward, state.episode.lengths + 1
+        finished = EpisodeStats(jnp.where(done, returns, 0.0), jnp.where(done, lengths, 0))
+        episode = EpisodeStats(jnp.where(done, 0.0, returns), jnp.where(done, 0, lengths))
+        output = EnvStep(reward, terminated, truncated, info["final_observation"], finished)
+        return GymnaxState(env_state, episode, key), obs, output
+
+    def step(self, state: GymnaxState, action: torch.Tensor):
+        # torch -> JAX, zero-copy. int32: JAX runs without x64 and would convert (copy) an int64 action.
+        # On GPU, jax.dlpack.from_dlpack makes JAX's stream wait for torch's current stream.
+        action = action.int()
+        state, obs, output = self.jax_step(state, jax.dlpack.from_dlpack(action))
+        self.handed_over += [action, obs]
+        # JAX -> torch, zero-copy. JAX's __dlpack__ blocks until the buffer is ready on CPU; on GPU it makes
+        # torch's current stream wait for it instead (no host sync).
+        return state, torch.from_dlpack(obs), output
+
+    def stack(self, steps: list) -> Transition:
+        """A rollout's Transitions, one tensor a field: torch's stacked in torch, the envs' outputs by one jitted call."""
+        self.previous.clear()  # (first: the memory they held is the stacked outputs')
+        taken = [torch.stack(field) for field in zip(*(step[:3] for step in steps))]  # obs, action, logprob
+        outputs = stack_steps([EnvStep(*step[3:]) for step in steps])
+        self.previous, self.handed_over = self.handed_over + [outputs], []
+        return Transition(*taken, *jax.tree.map(torch.from_dlpack, outputs))
 
 
-def jit_env_step(env, env_params):
-    """The JAX half of a rollout step as one compiled call: split the key, step the envs."""
-
-    @jax.jit
-    def env_step(runner: Runner, action):
-        key, step_key = jax.random.split(runner.key)
-        runner, transition = step_envs(env, env_params, step_key, runner, action, None)
-        return runner._replace(key=key), transition._replace(obs=None, action=None)  # torch has those already
-
-    return env_step
-
-
-# One array per field from a list of per-step Transitions: one call, not one per step and field.
+# One array per field from a list of per-step outputs: one call, not one per step and field.
 stack_steps = jax.jit(lambda outputs: jax.tree.map(lambda *steps: jnp.stack(steps), *outputs))
+
+
+def make_envs(args: Args, device: torch.device, jax_device):
+    """args.num_envs environments on the chosen backend, all behind GymnaxEnvs' interface. torch_envs.py (gymnax's
+    dynamics in PyTorch, or Gymnasium's vector environments) is imported only when asked for: with gymnax's
+    environments, this file runs alone."""
+    if args.env_backend == "gymnax":
+        return GymnaxEnvs(args.env_id, args.num_envs, jax_device)
+    import torch_envs
+
+    return torch_envs.make_for_ppo(args.env_backend, args.env_id, args.num_envs, device, args.seed)
 
 
 def policy_step(agent: Agent, obs):
@@ -229,72 +261,14 @@ def policy_step(agent: Agent, obs):
     return action, logprobs.gather(-1, action[:, None]).squeeze(-1)
 
 
-def rollout(runner: Runner, act, env_step, handed_over: list, args: Args):
-    """num_steps steps of every env, acting with the actor alone: the runner after them, and their Transitions. Every
-    buffer handed between the frameworks by DLPack goes into `handed_over`, kept until the iteration's synchronize:
-    neither allocator knows the other's stream, so a buffer freed on the host once its last reference goes could be
-    reused while a kernel queued on the other stream still reads it."""
-    taken, env_outputs = [], []
-    for _ in range(args.num_steps):
-        # JAX -> torch, zero-copy. JAX's __dlpack__ blocks until the buffer is ready on CPU; on GPU it makes
-        # torch's current stream wait for it instead (no host sync).
-        obs = torch.from_dlpack(runner.obs)
-        action, logprob = act(obs)
-        # torch -> JAX, zero-copy. int32: JAX runs without x64 and would convert (copy) an int64 action.
-        # On GPU, jax.dlpack.from_dlpack makes JAX's stream wait for torch's current stream.
-        action_int = action.int()
-        runner, outputs = env_step(runner, jax.dlpack.from_dlpack(action_int))
-        handed_over += [action_int, runner.obs]
-        taken.append((obs, action, logprob))
-        env_outputs.append(outputs)  # rewards, ..., finished episodes: stay in JAX until the end
-    observations, actions, logprobs = map(torch.stack, zip(*taken))
-    stacked = stack_steps(env_outputs)
-    handed_over.append(stacked)
-    traj = jax.tree.map(torch.from_dlpack, stacked)
-    return runner, traj._replace(obs=observations, action=actions, logprob=logprobs)
-
-
-# With --env-backend torch or gymnasium the environments answer in torch tensors: the rollout never leaves PyTorch,
-# as it would not for a PyTorch user with environments of their own (torch_envs.py: gymnax's dynamics, in torch).
-def make_torch_envs(args: Args, device: torch.device):
-    """torch_envs.py's environments, imported only when asked for: gymnax's dynamics in PyTorch on `device`, or
-    Gymnasium's vector environments on the CPU with their observations moved to `device`."""
-    import torch_envs
-
-    if args.env_backend == "torch":
-        return torch_envs.make(args.env_id, args.num_envs, device)
-    return torch_envs.make_gymnasium(args.env_id, args.num_envs, device, args.seed)
-
-
-def start_torch_envs(envs, seed: int, device: torch.device) -> Runner:
-    """The Runner of the first rollout. The resets draw from a generator of their own: torch's, which the network's
-    init draws from next, stays as the gymnax backend leaves it (the same initial parameters)."""
-    obs, env_state = envs.reset(generator=torch.Generator(device).manual_seed(seed))
-    episode = EpisodeStats(
-        torch.zeros(envs.num_envs, device=device), torch.zeros(envs.num_envs, dtype=torch.int32, device=device)
-    )
-    return Runner(env_state, obs, episode, None)
-
-
-def torch_env_step(envs, act, runner: Runner):
-    """step_envs() in torch alone, acting first: the runner after the step, and the step's Transition."""
-    action, logprob = act(runner.obs)
-    obs, env_state, reward, terminated, truncated, final_obs = envs.step(runner.env_state, action)
-    done = terminated | truncated
-    returns, lengths = runner.episode.returns + reward, runner.episode.lengths + 1
-    finished = EpisodeStats(torch.where(done, returns, 0.0), torch.where(done, lengths, 0))
-    transition = Transition(runner.obs, action, logprob, reward, terminated, truncated, final_obs, finished)
-    episode = EpisodeStats(torch.where(done, 0.0, returns), torch.where(done, 0, lengths))
-    return Runner(env_state, obs, episode, runner.key), transition
-
-
-def torch_rollout(runner: Runner, env_step, args: Args):
-    """rollout() for environments in torch: num_steps calls of env_step, their Transitions stacked."""
+def rollout(runner: Runner, env_step, envs, num_steps: int):
+    """num_steps calls of env_step (act with the actor alone, step every env): the runner after them, and their
+    Transitions stacked."""
     steps = []
-    for _ in range(args.num_steps):
+    for _ in range(num_steps):
         runner, transition = env_step(runner)
         steps.append(transition)
-    return runner, torch.utils._pytree.tree_map(lambda *xs: torch.stack(xs), *steps)  # a (num_steps, num_envs) tensor a field
+    return runner, envs.stack(steps)
 
 
 # ---------------------------------------------------------------- compute_gae
@@ -318,7 +292,6 @@ def compute_gae(rewards, values, bootstrap_values, terminated, truncated, gamma,
     return advantages, advantages + values
 
 
-# ---------------------------------------------------------------- ppo_loss
 class Batch(NamedTuple):
     obs: torch.Tensor
     action: torch.Tensor
@@ -328,6 +301,24 @@ class Batch(NamedTuple):
     returns: torch.Tensor
 
 
+def make_batch(traj: Transition, critic, args: Args):
+    """The critic, once, batched over the rollout's observations and final observations; GAE: the flat batch, and
+    the episode statistics."""
+    obs = torch.cat([traj.obs, traj.final_obs]).flatten(0, 1)
+    values, next_values = critic(obs).view(2, args.num_steps, -1)
+    terminated = traj.terminated if args.bootstrap_truncation else traj.terminated | traj.truncated
+    advantages, returns = compute_gae(
+        traj.reward, values, next_values, terminated, traj.truncated, args.gamma, args.gae_lambda
+    )
+    batch = Batch(traj.obs, traj.action, traj.logprob, values, advantages, returns)
+    batch = Batch(*(x.flatten(0, 1) for x in batch))  # (num_steps * num_envs, ...)
+    episodes, finished = (traj.terminated | traj.truncated).sum(), traj.finished
+    stats = dict(episodes=episodes, return_sum=finished.returns.sum(), length_sum=finished.lengths.sum())
+    stats["explained_variance"] = 1 - (returns - values).var(correction=0) / returns.var(correction=0)
+    return batch, stats
+
+
+# ---------------------------------------------------------------- ppo_loss
 def ppo_loss(logits, value, mb: Batch, args: Args):
     """Clipped surrogate + (clipped) value loss - entropy bonus, from the network's outputs."""
     logprobs = logits.log_softmax(-1)
@@ -387,105 +378,50 @@ def update(learn_minibatch, batch: Batch, args: Args):
 
 # ---------------------------------------------------------------- train
 def train(args: Args) -> dict:
-    """Train, time every iteration, and return the result record."""
+    """Train: set up, then one loop over the iterations (rollout, the batch with its advantages, update); returns
+    the result record."""
     start = time.perf_counter()
     hidden, device, jax_device = check_args(args)
     jax.config.update("jax_default_device", jax_device)
     torch.set_float32_matmul_precision(args.matmul_precision)  # highest: float32; high: TF32, as JAX's tensorfloat32
     batch_size = args.num_envs * args.num_steps
     num_iterations = args.total_timesteps // batch_size
-    grad_steps_per_iteration = args.update_epochs * args.num_minibatches
 
-    if args.env_backend == "gymnax":
-        env, env_params = make_env(args.env_id)
-        runner = start_envs(env, env_params, jax.random.key(args.seed), args.num_envs, jax_device)
-        num_actions = env.action_space(env_params).n
-    else:
-        envs = make_torch_envs(args, device)
-        runner = start_torch_envs(envs, args.seed, device)
-        num_actions = envs.num_actions
-    torch.manual_seed(args.seed)
-    agent = Agent(int(np.prod(runner.obs.shape[1:])), hidden, num_actions).to(device)
+    envs = make_envs(args, device, jax_device)
+    env_state, obs = envs.reset(args.seed)
+    runner = Runner(env_state, obs)
+    torch.manual_seed(args.seed)  # after the envs: their resets draw from a generator of their own
+    agent = Agent(int(np.prod(obs.shape[1:])), hidden, envs.num_actions).to(device)
     # The learning rate lives in a tensor that the schedule updates in place.
     lr = torch.tensor(args.learning_rate, device=device)
     optimizer = torch.optim.Adam(agent.parameters(), lr=lr, eps=1e-5, fused=True)
-    handed_over = []  # buffers handed between the frameworks in this iteration (see rollout)
 
-    def act(obs):
-        return policy_step(agent, obs)
+    def env_step(runner: Runner):
+        """Act with the actor alone, then step every env: the runner after the step, and the step's Transition."""
+        action, logprob = policy_step(agent, runner.obs)
+        env_state, obs, output = envs.step(runner.env_state, action)
+        return Runner(env_state, obs), Transition(runner.obs, action, logprob, *output)
 
     def learn_minibatch(batch: Batch, index):
         return minibatch_step(agent, optimizer, batch, index, args)
 
     critic = agent.value
-    if args.env_backend == "gymnax":
-        env_step = jit_env_step(env, env_params)
-    else:
-
-        def env_step(runner: Runner):
-            return torch_env_step(envs, act, runner)
-
-    def run_rollout(runner: Runner):
-        if args.env_backend == "gymnax":
-            return rollout(runner, act, env_step, handed_over, args)
-        return torch_rollout(runner, env_step, args)
-
-    def collect(runner: Runner):
-        """The rollout; the critic, once, batched over all its observations; GAE: the flat batch and episode statistics."""
-        with torch.no_grad():  # not inference_mode: the batch's tensors take part in the loss
-            runner, traj = run_rollout(runner)
-            obs = torch.cat([traj.obs, traj.final_obs]).flatten(0, 1)
-            values, next_values = critic(obs).view(2, args.num_steps, -1)
-            terminated = traj.terminated if args.bootstrap_truncation else traj.terminated | traj.truncated
-            advantages, returns = compute_gae(
-                traj.reward, values, next_values, terminated, traj.truncated, args.gamma, args.gae_lambda
-            )
-            batch = Batch(traj.obs, traj.action, traj.logprob, values, advantages, returns)
-            batch = Batch(*(x.reshape(batch_size, *x.shape[2:]) for x in batch))
-            episodes, finished = (traj.terminated | traj.truncated).sum(), traj.finished
-            stats = dict(episodes=episodes, return_sum=finished.returns.sum(), length_sum=finished.lengths.sum())
-            stats["learning_rate"] = lr.clone()
-            stats["explained_variance"] = 1 - (returns - values).var(correction=0) / returns.var(correction=0)
-        return runner, batch, stats
-
-    def collect_and_update(runner: Runner):
-        runner, batch, stats = collect(runner)
-        return runner, {**stats, **update(learn_minibatch, batch, args)}
-
-    def run_iteration(runner: Runner):
-        """One iteration, waited for: the new runner, its metrics and, with --sync-timing, the seconds of each phase."""
-        if not args.sync_timing:
-            runner, metrics = collect_and_update(runner)
-            synchronize(device)
-            return runner, metrics, None
-        t0 = time.perf_counter()
-        runner, batch, stats = collect(runner)
-        synchronize(device)
-        t1 = time.perf_counter()
-        metrics = {**stats, **update(learn_minibatch, batch, args)}
-        synchronize(device)
-        return runner, metrics, (t1 - t0, time.perf_counter() - t1)
 
     log = Log(args, device, num_iterations, start)
     for iteration in range(num_iterations):
-        # Timed: no host read of a tensor; the only sync is the one that ends each timer. The JAX env steps run
-        # under jax's transfer guard: an implicit copy between host and device fails the run instead of slowing it.
-        # Only iteration 0 may read back to the host, as compiling the env step does (closed-over constants, such as
-        # gymnax's MinAtar tables): --sync-debug's trap, too, is on from iteration 1.
-        t0 = time.perf_counter()
-        with (
-            jax.transfer_guard("disallow"),
-            jax.transfer_guard_device_to_host("disallow" if iteration else "allow"),
-            cuda_sync_debug(args.sync_debug and device.type == "cuda" and iteration > 0),
-        ):
-            if args.anneal_lr:  # CleanRL anneals once per iteration: the rate is constant within an update.
-                lr.fill_(args.learning_rate * (1.0 - iteration / num_iterations))
-            runner, metrics, phases = run_iteration(runner)
-        log.iteration(time.perf_counter() - t0, phases, metrics)
-        handed_over.clear()  # the device is done with them: synchronized
+        if args.anneal_lr:  # CleanRL anneals once per iteration: the rate is constant within an update.
+            lr.fill_(args.learning_rate * (1.0 - iteration / num_iterations))
+        with log.timed(iteration) as rollout_done:  # the harness's timer, and its checks that nothing syncs (below)
+            with torch.no_grad():  # not inference_mode: the batch's tensors take part in the loss
+                runner, traj = rollout(runner, env_step, envs, args.num_steps)
+                batch, stats = make_batch(traj, critic, args)
+            rollout_done()  # with --sync-timing, the rollout (and GAE) are timed apart from the update
+            losses = update(learn_minibatch, batch, args)
+        log.iteration({**stats, **losses, "learning_rate": lr})
     param_count = sum(p.numel() for p in agent.parameters())
+    grad_steps = num_iterations * args.update_epochs * args.num_minibatches
     devices = {"torch": str(device), "jax": str(jax_device)}
-    return log.record(param_count, num_iterations * grad_steps_per_iteration, devices, gpu_info(device, jax_device))
+    return log.record(param_count, grad_steps, devices, gpu_info(device, jax_device))
 
 
 # ---------------------------------------------------------------- benchmark harness
@@ -504,6 +440,26 @@ from tensorboard.compat.proto.event_pb2 import Event
 from tensorboard.plugins.text.summary_v2 import text_pb
 from tensorboard.summary import Writer
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+# Process settings, made at the top, before jax and torch start. JAX would take 75% of the GPU's memory at once;
+# torch shares the card, so on demand. torch's OpenMP threads busy-wait for milliseconds after each op, taking the
+# cores JAX's env step needs. They spin ~30 us instead (GOMP_SPINCOUNT, GNU OpenMP's, which torch's Linux wheels use;
+# it overrides PASSIVE): enough to bridge the ops of an update, not a rollout's env step. Never spinning (PASSIVE)
+# would cost a wake-up per op.
+VARIANT = os.path.basename(__file__)[: -len(".py")].removeprefix("ppo_")
+# What benchmark.sh, plot.py and the tests know of this script, read from this line without running it
+# (bench/variants.py): its framework, what compiles its iteration, its row and colour in tables and figures.
+TOOLING = {  # own
+    "framework": "torch",
+    "compiles": None,
+    "order": 5,
+    "color": "tab:brown",
+    "compile_off_of": "torch_compile",
+    "stacks": [
+        {"tag": "torchenv", "flags": "--env-backend torch", "color": "sienna"},
+        {"tag": "gymnasium", "flags": "--env-backend gymnasium", "color": "rosybrown"},
+    ],
+}
 
 
 class UsageError(ValueError):
@@ -692,7 +648,7 @@ class Log:
     """The untimed bookkeeping of the iterations: plan and progress lines, TensorBoard, the JSON record."""
 
     def __init__(self, args: Args, device, num_iterations: int, start: float):
-        self.args, self.num_iterations, self.start = args, num_iterations, start
+        self.args, self.device, self.num_iterations, self.start = args, device, num_iterations, start
         self.commit = run_quietly("git", "rev-parse", "HEAD")  # now, not at the end: the checkout may move
         self.durations, self.phases, self.finished = [], [], []
         run = f"runs/{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
@@ -707,9 +663,35 @@ class Log:
             print(f"{VARIANT} on {device}: {args.env_id}, hidden {args.hidden}, {plan}")
         self.setup_duration = time.perf_counter() - start
 
-    def iteration(self, duration: float, phases, metrics: dict):
-        self.durations.append(duration)
-        self.phases.append(phases)
+    @contextlib.contextmanager
+    def timed(self, iteration: int):
+        """Time one iteration, to the one sync that ends it; inside, `rollout_done()` ends the rollout's phase (with
+        --sync-timing, after a sync of its own). No host read of a tensor in between: the JAX env steps run under jax's
+        transfer guard, so that an implicit copy between host and device fails the run instead of slowing it, and
+        --sync-debug's trap is on. Only iteration 0 may read back to the host, as compiling does: the env step's
+        closed-over constants (such as gymnax's MinAtar tables), Inductor's own set-up (its pattern matcher's), and
+        recording a CUDA graph, which begins with torch.cuda.synchronize() (torch/cuda/graphs.py)."""
+        split = []
+
+        def rollout_done():
+            if self.args.sync_timing:
+                synchronize(self.device)
+                split.append(time.perf_counter())
+
+        t0 = time.perf_counter()
+        with (
+            jax.transfer_guard("disallow"),
+            jax.transfer_guard_device_to_host("disallow" if iteration else "allow"),
+            cuda_sync_debug(self.args.sync_debug and self.device.type == "cuda" and iteration > 0),
+        ):
+            yield rollout_done
+            synchronize(self.device)
+        end = time.perf_counter()
+        self.durations.append(end - t0)
+        self.phases.append((split[0] - t0, end - split[0]) if split else None)
+
+    def iteration(self, metrics: dict):
+        """The iteration just timed: its metrics fetched at once, the progress line and TensorBoard."""
         metrics = dict(zip(metrics, torch.stack([x.float() for x in metrics.values()]).tolist()))  # one fetch
         episodes = int(metrics["episodes"])
         mean_return = float(metrics["return_sum"]) / episodes if episodes else None

@@ -325,3 +325,57 @@ class GymnasiumEnv:
 def make_gymnasium(env_id: str, num_envs: int, device: torch.device | str, seed: int) -> GymnasiumEnv:
     """num_envs copies of env_id in Gymnasium on the CPU, seeded once with `seed`, for comparison with make's."""
     return GymnasiumEnv(env_id, num_envs, device, seed)
+
+
+# What the PPO scripts step: either kind of environment behind the interface of their gymnax adapter (GymnaxEnvs),
+# with each env's episode so far in the state, so that a step names the episodes it ended.
+class EpisodeStats(NamedTuple):  # per env: the return and length of its episode so far, or of one that just ended
+    returns: torch.Tensor
+    lengths: torch.Tensor
+
+
+class EnvStep(NamedTuple):  # what a step of every env gives besides the next observation
+    reward: torch.Tensor
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+    final_obs: torch.Tensor  # the observation reached before any auto-reset: its value bootstraps a truncation
+    finished: EpisodeStats  # the episodes that ended on this step (0 where none did)
+
+
+class PPOState(NamedTuple):
+    env_state: object
+    episode: EpisodeStats
+
+
+class PPOEnvs:
+    """reset(seed) -> (state, obs), step(state, action) -> (state, obs, EnvStep), stack(steps): every field of a
+    rollout's steps stacked on a leading axis. Whole-batch ops with no host read, as the environments' own step, so
+    that the step can be compiled whole with the policy."""
+
+    def __init__(self, envs: TorchEnv | GymnasiumEnv):
+        self.envs, self.num_envs, self.num_actions = envs, envs.num_envs, envs.num_actions
+
+    def reset(self, seed: int):
+        # A generator of its own: torch's, which the network's init draws from next, stays as the gymnax backend
+        # leaves it (the same initial parameters). Gymnasium's draws are its own, seeded when it was made.
+        obs, env_state = self.envs.reset(generator=torch.Generator(self.envs.device).manual_seed(seed))
+        zeros = lambda dtype: torch.zeros(self.num_envs, dtype=dtype, device=self.envs.device)
+        return PPOState(env_state, EpisodeStats(zeros(torch.float32), zeros(torch.int32))), obs
+
+    def step(self, state: PPOState, action: torch.Tensor):
+        obs, env_state, reward, terminated, truncated, final_obs = self.envs.step(state.env_state, action)
+        done = terminated | truncated
+        returns, lengths = state.episode.returns + reward, state.episode.lengths + 1
+        finished = EpisodeStats(torch.where(done, returns, 0.0), torch.where(done, lengths, 0))
+        episode = EpisodeStats(torch.where(done, 0.0, returns), torch.where(done, 0, lengths))
+        return PPOState(env_state, episode), obs, EnvStep(reward, terminated, truncated, final_obs, finished)
+
+    @staticmethod
+    def stack(steps: list):
+        return torch.utils._pytree.tree_map(lambda *xs: torch.stack(xs), *steps)  # (num_steps, num_envs) a field
+
+
+def make_for_ppo(backend: str, env_id: str, num_envs: int, device: torch.device | str, seed: int) -> PPOEnvs:
+    """The PPO scripts' environments on --env-backend torch (make's) or gymnasium (make_gymnasium's)."""
+    envs = make(env_id, num_envs, device) if backend == "torch" else make_gymnasium(env_id, num_envs, device, seed)
+    return PPOEnvs(envs)

@@ -14,7 +14,7 @@ rollout (compiles the env step), then `--iterations` timed rollouts, each ended 
 
 The calls. What one call of each piece a rollout step or an update is made of costs on the device (the GPU where
 torch and JAX see one, else the CPU), built from the scripts' own functions: a trivial torch op, a trivial jitted JAX
-call, a DLPack hand-over each way, the env step alone (ppo_torch.py's jit_env_step), the policy step eager
+call, a DLPack hand-over each way, the env step alone (ppo_torch.py's GymnaxEnvs.jax_step), the policy step eager
 (ppo_torch.py), compiled and compiled with CUDA graphs (ppo_torch_compile.py's torch.compile settings; graphs on a GPU
 only), one minibatch step each way (ppo_torch.py's minibatch_step; ppo_jax_linen.py's update over one minibatch,
 jitted as its train() jits it), and ppo_torch.py's rollout of one step with each policy. Each is called `--calls`
@@ -55,7 +55,7 @@ CALLS = {
     "jax_jit_op": "trivial jitted JAX call (x + 1, 8 floats)",
     "dlpack_jax_to_torch": "DLPack hand-over JAX -> torch, one observation batch",
     "dlpack_torch_to_jax": "DLPack hand-over torch -> JAX, one observation batch",
-    "env_step": "env step alone (jit_env_step)",
+    "env_step": "env step alone (GymnaxEnvs.jax_step)",
     "policy_eager": "policy step, eager (ppo_torch.py)",
     "policy_compiled": "policy step, torch.compile (ppo_torch_compile.py)",
     "policy_graphed": "policy step, torch.compile + CUDA graphs",
@@ -68,29 +68,36 @@ CALLS = {
 }
 
 
+def acting(module, envs, act):
+    """train()'s env_step, acting with `act`: act, then step every env; the runner after the step, and its Transition."""
+
+    def env_step(runner):
+        action, logprob = act(runner.obs)
+        env_state, obs, output = envs.step(runner.env_state, action)
+        return module.Runner(env_state, obs), module.Transition(runner.obs, action, logprob, *output)
+
+    return env_step
+
+
 def rollout_floor(module, env_id: str, num_envs: int, num_steps: int, iterations: int, devices) -> dict:
     """Seconds per rollout of `module`'s rollout() without a network, as its train() sets the rollout up."""
     import jax
     import torch
 
-    args = module.Args(env_id=env_id, num_envs=num_envs, num_steps=num_steps)
     device, jax_device = devices
-    env, env_params = module.make_env(env_id)
     jax.config.update("jax_default_device", jax_device)  # as train() does: the reset on the run's device too
-    runner = module.start_envs(env, env_params, jax.random.key(0), num_envs, jax_device)  # as train() starts
-    env_step = module.jit_env_step(env, env_params)
-    num_actions = env.action_space(env_params).n
-    actions = torch.arange(num_envs, device=device) % num_actions  # every action taken, none computed
+    envs = module.GymnaxEnvs(env_id, num_envs, jax_device)  # as train() makes and starts them
+    runner = module.Runner(*envs.reset(0))
+    actions = torch.arange(num_envs, device=device) % envs.num_actions  # every action taken, none computed
     logprobs = torch.zeros(num_envs, device=device)
-    act = lambda obs: (actions, logprobs)
-    durations, handed_over = [], []
+    env_step = acting(module, envs, lambda obs: (actions, logprobs))
+    durations = []
     for i in range(iterations + 1):  # the first compiles the env step: not timed
         t0 = time.perf_counter()
-        runner, _ = module.rollout(runner, act, env_step, handed_over, args)
-        module.synchronize(device)
+        runner, _ = module.rollout(runner, env_step, envs, num_steps)
+        module.synchronize(device)  # as an iteration ends (the envs keep their hand-overs until the next rollout's end)
         if i:
             durations.append(time.perf_counter() - t0)
-        handed_over.clear()
     return {
         "median_s": float(np.median(durations)),
         "p10_s": float(np.percentile(durations, 10)),
@@ -216,9 +223,9 @@ def measure_calls(torch_module, env_id: str, hidden: str, num_envs: int, num_ste
     add_one = jax.jit(lambda x: x + 1)
     results["jax_jit_op"] = time_calls(lambda: add_one(jax_small), ready, calls)
 
-    env, env_params = torch_module.make_env(env_id)
-    num_actions = env.action_space(env_params).n
-    runner = torch_module.start_envs(env, env_params, jax.random.key(0), num_envs, jax_device)
+    envs = torch_module.GymnaxEnvs(env_id, num_envs, jax_device)
+    num_actions = envs.num_actions
+    runner = torch_module.Runner(*envs.reset(0))
     obs_jax = jax.device_put(jnp.zeros(runner.obs.shape, jnp.float32), jax_device)
     obs_torch = torch.zeros(runner.obs.shape, device=device)
     # Each way the consumer names its stream to the producer's __dlpack__: torch.from_dlpack passes torch's current
@@ -229,13 +236,12 @@ def measure_calls(torch_module, env_id: str, hidden: str, num_envs: int, num_ste
     results["dlpack_jax_to_torch"] = time_calls(lambda: torch.from_dlpack(obs_jax), sync, calls)
     results["dlpack_torch_to_jax"] = time_calls(lambda: jax.dlpack.from_dlpack(obs_torch), ready, calls)
 
-    env_step = torch_module.jit_env_step(env, env_params)
     action = jax.device_put(jnp.arange(num_envs, dtype=jnp.int32) % num_actions, jax_device)
-    state = [runner]
+    state = [runner.env_state]
 
     def step_env():
-        state[0], transition = env_step(state[0], action)
-        return state[0].obs, transition
+        state[0], obs, output = envs.jax_step(state[0], action)
+        return obs, output
 
     results["env_step"] = time_calls(step_env, ready, calls)
 
@@ -257,7 +263,7 @@ def measure_calls(torch_module, env_id: str, hidden: str, num_envs: int, num_ste
         )
         graphed = lambda obs: torch.utils._pytree.tree_map(torch.clone, replay(obs))
     policies = {"eager": eager, "compiled": compiled, "graphed": graphed}
-    obs = torch.from_dlpack(runner.obs)  # as rollout() hands each step's observation to torch
+    obs = runner.obs  # handed to torch by the envs, as each step's is
     launches = {}
     with torch.no_grad():
         policy_ops = count_ops(lambda: eager(obs))
@@ -271,24 +277,19 @@ def measure_calls(torch_module, env_id: str, hidden: str, num_envs: int, num_ste
 
         # The rollout with each policy, one step: the floor's fixed action, then each network. What they add to the
         # fixed action's step is what the policy costs inside a rollout, hand-overs waiting on it included.
-        args = torch_module.Args(env_id=env_id, num_envs=num_envs, num_steps=1)
         actions = torch.arange(num_envs, device=device) % num_actions
         fixed = lambda obs: (actions, torch.zeros(num_envs, device=device))
         for name, policy in {"fixed": fixed, **policies}.items():
             if policy is None:
                 results[f"rollout_step_{name}"] = skipped(GPU_ONLY)
                 continue
-            rollout_state, handed_over = [runner], []
+            rollout_state, env_step = [runner], acting(torch_module, envs, policy)
 
             def one_step():
-                rollout_state[0], traj = torch_module.rollout(rollout_state[0], policy, env_step, handed_over, args)
+                rollout_state[0], traj = torch_module.rollout(rollout_state[0], env_step, envs, 1)
                 return traj
 
-            def wait(_):
-                torch_module.synchronize(device)
-                handed_over.clear()  # kept until the device is done with them, as train() keeps them (see rollout)
-
-            results[f"rollout_step_{name}"] = time_calls(one_step, wait, calls)
+            results[f"rollout_step_{name}"] = time_calls(one_step, sync, calls)
 
     # One minibatch step each way, on a batch of the shape a rollout of num_envs x num_steps makes.
     torch_args = torch_module.Args(env_id=env_id, num_envs=num_envs, num_steps=num_steps, hidden=hidden)

@@ -1,6 +1,7 @@
 """The six copies of the benchmark harness (everything below `# ---- benchmark harness`) measure alike. Among the
 scripts of one framework the harness is the same text, line for line, but for the lines a script marks "# own"
-(the libraries its record names, torch.compile's compile counter); between frameworks, every function they share
+(the libraries its record names, torch.compile's compile counter) and the statements whose first line it so marks
+(its TOOLING, torch.compile's compiler); between frameworks, every function they share
 is the same but for those that must speak to the framework (its devices and GPU description)."""
 
 import ast
@@ -29,12 +30,27 @@ def harness(variant: str) -> dict:
     return {
         node.name: ast.get_source_segment(text, node)
         for node in tree.body
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.lineno > line
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+        and node.lineno > line
+        and OWN not in text.splitlines()[node.lineno - 1]  # a script's own function
     }
 
 
+def compared(lines: list) -> list:
+    """The indices of the lines compared: not those marked "# own", nor any line of a top-level statement (a function,
+    the TOOLING dict) whose first line is so marked, nor blank lines (the formatter's)."""
+    kept, in_own = [], False
+    for i, line in enumerate(lines):
+        if line and not line[0].isspace() and line[0] not in ")]}":  # a top-level statement begins
+            in_own = OWN in line
+        if not in_own and OWN not in line and line.strip():
+            kept.append(i)
+    return kept
+
+
 def own_lines_out(text: str) -> str:
-    return "\n".join(line for line in text.splitlines() if OWN not in line)
+    lines = text.splitlines()
+    return "\n".join(lines[i] for i in compared(lines))
 
 
 def differences(texts: dict) -> list:
@@ -68,7 +84,7 @@ def test_a_one_line_edit_to_any_copy_is_found():
     texts = {v: harness_text(v) for v in SCRIPTS}
     for variant, text in texts.items():
         lines = text.splitlines()
-        candidates = [i for i, line in enumerate(lines) if line.strip() and OWN not in line]
+        candidates = compared(lines)
         for i in candidates[:: max(1, len(candidates) // 25)]:  # about 25 places in each script
             edited = lines[:i] + [lines[i].replace("e", "E", 1) + "  # edited"] + lines[i + 1 :]
             assert differences({**texts, variant: "\n".join(edited)}), f"an edit of line {i} of {variant}'s harness passed"
