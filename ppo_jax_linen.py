@@ -163,7 +163,7 @@ def step_envs(env, env_params, key, runner: Runner, action, logprob):
     return runner._replace(env_state=env_state, obs=obs, episode=episode), transition
 
 
-def rollout(runner: Runner, agent: Agent, env, env_params, args: Args):
+def rollout(runner: Runner, agent: Agent, env, env_params, num_steps: int):
     def step(runner: Runner, _):
         key, action_key, env_key = jax.random.split(runner.key, 3)
         logits = agent.apply(runner.train_state.params, runner.obs, method="logits")
@@ -172,7 +172,7 @@ def rollout(runner: Runner, agent: Agent, env, env_params, args: Args):
         runner, transition = step_envs(env, env_params, env_key, runner, action, logprob)
         return runner._replace(key=key), transition
 
-    return jax.lax.scan(step, runner, length=args.num_steps)
+    return jax.lax.scan(step, runner, length=num_steps)
 
 
 # ---------------------------------------------------------------- compute_gae
@@ -290,14 +290,9 @@ def train(args: Args) -> dict:
     runner = runners[0] if args.num_seeds == 1 else jax.tree.map(lambda *xs: jnp.stack(xs), *runners)
     runner = jax.device_put(runner, device)
 
-    def collect(runner: Runner, steps=None):
-        """The rollout (with --rollout python, the steps a Python loop took); the critic, once, batched over all its
-        observations; GAE: the flat batch and the episode statistics."""
-        learning_rate = lr(runner.train_state.step)
-        if steps is None:
-            runner, traj = rollout(runner, agent, env, env_params, args)
-        else:  # one array per field, as the scan stacks them
-            traj = jax.tree.map(lambda *xs: jnp.concatenate(xs), *steps)
+    def collect(runner: Runner, traj: Transition):
+        """After the rollout: the critic, once, batched over all its observations; GAE: the flat batch and the episode
+        statistics."""
         obs = jnp.concatenate([traj.obs, traj.final_obs]).reshape(2 * batch_size, -1)
         values, next_values = agent.apply(runner.train_state.params, obs, method="value").reshape(2, args.num_steps, -1)
         terminated = traj.terminated if args.bootstrap_truncation else jnp.logical_or(traj.terminated, traj.truncated)
@@ -308,48 +303,25 @@ def train(args: Args) -> dict:
         batch = jax.tree.map(lambda x: x.reshape(batch_size, *x.shape[2:]), batch)
         episodes, finished = jnp.logical_or(traj.terminated, traj.truncated).sum(), traj.finished
         stats = dict(episodes=episodes, return_sum=finished.returns.sum(), length_sum=finished.lengths.sum())
+        learning_rate = lr(runner.train_state.step)
         stats |= dict(learning_rate=learning_rate, explained_variance=1 - jnp.var(returns - values) / jnp.var(returns))
         return runner, batch, stats
 
-    def collect_and_update(runner: Runner, steps=None):
-        runner, batch, stats = collect(runner, steps)
-        runner, losses = update(runner, batch, agent, args)
-        return runner, {**stats, **losses}
-
-    # Not PPO but how the loop runs it: compiled (with --sync-timing, collect and update apart), vmapped over the seeds.
-    # With --rollout python, a rollout of one step (XLA drops a scan of one trip) is called from Python a step at a
-    # time, as the torch scripts step it; its steps go to collect.
-    per_seed = lambda f, in_axes=0: jax.vmap(f, in_axes=in_axes) if args.num_seeds > 1 else f  # None: shared by the seeds
-    collect_jit, iteration_jit = jax.jit(per_seed(collect)), jax.jit(per_seed(collect_and_update))
-    update_jit = jax.jit(per_seed(update, in_axes=(0, 0, None, None)), static_argnames=("agent", "args"))
-    step_jit = jax.jit(lambda runner: rollout(runner, agent, env, env_params, dataclasses.replace(args, num_steps=1)))
-
-    def python_rollout(runner: Runner):
-        steps = []
-        for _ in range(args.num_steps if args.rollout == "python" else 0):
-            runner, step = step_jit(runner)
-            steps.append(step)
-        return runner, steps or None
-
-    def run_iteration(runner: Runner):
-        """One iteration, waited for: the new runner, its metrics and, with --sync-timing, the seconds of each phase."""
-        if not args.sync_timing:
-            return *jax.block_until_ready(iteration_jit(*python_rollout(runner))), None
-        t0 = time.perf_counter()
-        runner, batch, stats = jax.block_until_ready(collect_jit(*python_rollout(runner)))
-        t1 = time.perf_counter()
-        runner, losses = jax.block_until_ready(update_jit(runner, batch, agent, args))
-        return runner, {**stats, **losses}, (t1 - t0, time.perf_counter() - t1)
-
+    # An iteration is the rollout, collect and update, compiled with jax.jit into one program: the harness (below)
+    # composes them, vmapped over the seeds with --num-seeds, and as two programs timed apart with --sync-timing.
+    run = compile_iteration(
+        jax.jit,
+        jax.vmap,
+        rollout=lambda runner, num_steps: rollout(runner, agent, env, env_params, num_steps),
+        collect=collect,
+        update=lambda runner, batch: update(runner, batch, agent, args),
+        args=args,
+    )
     log = Log(args, device, num_iterations, start)
     for iteration in range(num_iterations):
-        # Timed: the only host sync is the block_until_ready that ends each timer. An implicit
-        # transfer between host and device (a hidden sync) fails the run instead of slowing it. Only iteration 0 may
-        # read back to the host: compiling does (closed-over constants, such as gymnax's MinAtar tables).
-        t0 = time.perf_counter()
-        with jax.transfer_guard("disallow"), jax.transfer_guard_device_to_host("disallow" if iteration else "allow"):
-            runner, metrics, phases = run_iteration(runner)
-        log.iteration(time.perf_counter() - t0, phases, jax.device_get(metrics))
+        with log.timed(iteration) as rollout_done:  # the harness's timer, and its checks that nothing syncs
+            runner, metrics = run(runner, rollout_done)
+        log.iteration(jax.device_get(metrics))
     param_count = sum(x.size for x in jax.tree.leaves(runner.train_state.params)) // args.num_seeds  # one seed's
     return log.record(param_count, num_iterations * grad_steps_per_iteration, {"jax": str(device)}, gpu_info(device))
 
@@ -358,6 +330,7 @@ def train(args: Args) -> dict:
 # Everything below serves the benchmark, not PPO: input validation, the device, compile counting, logging and
 # the JSON record (docs/record.md). Its imports are here, so that the top shows what PPO needs. It is the same in
 # every script of one framework, but for the lines marked "# own" (tests/test_harness.py holds the copies so).
+import contextlib
 import importlib.metadata
 import json
 import platform
@@ -474,8 +447,8 @@ def check_args(args: Args):
     if args.json_out is not None:
         check_writable(args.json_out)
     check_limits(args)
-    if args.rollout == "python" and args.num_seeds > 1:  # own
-        raise UsageError("--rollout python steps one seed; it does not combine with --num-seeds")  # own
+    if args.rollout == "python" and args.num_seeds > 1:
+        raise UsageError("--rollout python steps one seed; it does not combine with --num-seeds")
     supported = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]  # that one downloads MNIST when built
     supported += ["Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1"]  # Craftax's symbolic ones (pixels: textures)
     discrete = lambda env, env_params: isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete)
@@ -490,6 +463,51 @@ def check_args(args: Args):
     if args.matmul_precision == "high" and device.platform == "cpu":
         raise UsageError("--matmul-precision high (TF32) needs an NVIDIA GPU: on CPUs only highest is the same arithmetic")
     return hidden, device
+
+
+def compile_iteration(jit, vmap, rollout, collect, update, args: Args):
+    """run(runner, rollout_done) -> (runner, metrics), waited for: PPO's iteration as the loop runs it. Its parts take
+    the models their framework passes (NNX's modules; none elsewhere), then the runner: rollout(..., runner,
+    num_steps) -> (runner, traj), collect(..., runner, traj) -> (runner, batch, stats), update(..., runner, batch) ->
+    (runner, losses). One program, compiled by `jit` and mapped by `vmap` over the --num-seeds seeds; with
+    --sync-timing two, the rollout with collect and the update, rollout_done ending the first's phase. With --rollout
+    python, a rollout of one step (XLA drops a scan of one trip) is compiled and called from Python a step at a time,
+    as the torch scripts step it, and its steps go to the rest of the iteration."""
+    compiled = lambda f: jit(vmap(f) if args.num_seeds > 1 else f)
+    python = args.rollout == "python"
+
+    def rollout_and_collect(*inputs):  # (*models, runner), or with --rollout python (*models, runner, steps)
+        *models, runner, steps = inputs if python else (*inputs, None)
+        if python:  # one array per field, as the scan stacks them
+            return collect(*models, runner, jax.tree.map(lambda *xs: jnp.concatenate(xs), *steps))
+        return collect(*models, *rollout(*models, runner, args.num_steps))
+
+    def updated(*inputs):  # (*models, runner, batch)
+        return update(*inputs)
+
+    def collect_and_update(*inputs):
+        runner, batch, stats = rollout_and_collect(*inputs)
+        runner, losses = update(*inputs[: -2 if python else -1], runner, batch)
+        return runner, {**stats, **losses}
+
+    step = compiled(lambda *inputs: rollout(*inputs, 1))
+    first, second, whole = compiled(rollout_and_collect), compiled(updated), compiled(collect_and_update)
+
+    def run(runner, rollout_done):
+        inputs = (runner,)
+        if python:
+            steps = []
+            for _ in range(args.num_steps):
+                runner, traj = step(runner)
+                steps.append(traj)
+            inputs = (runner, steps)
+        if not args.sync_timing:
+            return jax.block_until_ready(whole(*inputs))
+        runner, batch, stats = rollout_done(first(*inputs))
+        runner, losses = jax.block_until_ready(second(runner, batch))
+        return runner, {**stats, **losses}
+
+    return run
 
 
 def gpu_info(device) -> Optional[dict]:
@@ -527,12 +545,14 @@ def count_cache_event(event: str, **_) -> None:
 
 jax.monitoring.register_event_listener(count_cache_event)
 
+HOST_TO_DEVICE = "disallow"  # own: what the timed iterations may send to the device (jit folds in constants)
+
 
 class Log:
     """The untimed bookkeeping of the iterations: plan and progress lines, TensorBoard, the JSON record."""
 
     def __init__(self, args: Args, device, num_iterations: int, start: float):
-        self.args, self.num_iterations, self.start = args, num_iterations, start
+        self.args, self.device, self.num_iterations, self.start = args, device, num_iterations, start
         self.commit = run_quietly("git", "rev-parse", "HEAD")  # now, not at the end: the checkout may move
         self.durations, self.phases, self.finished = [], [], []
         run = f"runs/{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
@@ -547,10 +567,34 @@ class Log:
             print(f"{VARIANT} on {device}: {args.env_id}, hidden {args.hidden}, {plan}")
         self.setup_duration = time.perf_counter() - start
 
-    def iteration(self, duration: float, phases, metrics: dict):
-        """metrics: the iteration's, a number each, or a number per seed (--num-seeds); shown as the mean over seeds."""
-        self.durations.append(duration)
-        self.phases.append(phases)
+    @contextlib.contextmanager
+    def timed(self, iteration: int):
+        """Time one iteration, to the wait that ends it (compile_iteration's run waits for its outputs); inside,
+        `rollout_done(outputs)` waits for the rollout's outputs and ends its phase (--sync-timing). An implicit transfer
+        (a hidden sync) fails the run instead of slowing it: between devices, to the device unless HOST_TO_DEVICE
+        allows it, and back to the host after iteration 0, which compiling does (closed-over constants, such as
+        gymnax's MinAtar tables)."""
+        split = []
+
+        def rollout_done(outputs):
+            outputs = jax.block_until_ready(outputs)
+            split.append(time.perf_counter())
+            return outputs
+
+        t0 = time.perf_counter()
+        with (
+            jax.transfer_guard_host_to_device(HOST_TO_DEVICE),
+            jax.transfer_guard_device_to_device("disallow"),
+            jax.transfer_guard_device_to_host("disallow" if iteration else "allow"),
+        ):
+            yield rollout_done
+        end = time.perf_counter()
+        self.durations.append(end - t0)
+        self.phases.append((split[0] - t0, end - split[0]) if split else None)
+
+    def iteration(self, metrics: dict):
+        """The iteration just timed. metrics: a number each, or a number per seed (--num-seeds); shown as the mean over
+        seeds."""
         self.finished.append((np.atleast_1d(metrics["return_sum"]), np.atleast_1d(metrics["episodes"])))  # per seed
         metrics = {
             name: np.sum(value) if name in ("episodes", "return_sum", "length_sum") else np.mean(value)
@@ -594,7 +638,7 @@ class Log:
             "status": "ok",
             **{name: getattr(args, name) for name in ("env_id", "seed", "matmul_precision", "sync_timing")},  # also in args
             "env_backend": "gymnax",
-            "rollout": args.rollout,  # own: scan, or python (a Python loop over the steps)
+            "rollout": args.rollout,  # scan, or python (a Python loop over the steps)
             "hidden": list(parse_hidden(args.hidden)),
             "args": dataclasses.asdict(args),
             "device": gpu["name"] if gpu else "cpu",

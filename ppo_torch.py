@@ -75,9 +75,8 @@ class Args:
     """write TensorBoard logs to runs/{run_name}"""
     # The benchmark's, not PPO's: how the run is set up, timed and recorded.
     env_backend: Literal["gymnax", "torch", "gymnasium"] = "gymnax"
-    """where the environments run: gymnax (JAX, handed over by DLPack every step), torch (torch_envs.py: gymnax's
-    dynamics in PyTorch, on the torch device) or gymnasium (Gymnasium's vector envs on the CPU); the last two have
-    CartPole-v1 and Acrobot-v1"""
+    """gymnax (JAX, handed over by DLPack every step), torch (torch_envs.py: gymnax's dynamics in PyTorch on the
+    torch device) or gymnasium (its vector envs on the CPU); the last two have CartPole-v1 and Acrobot-v1"""
     matmul_precision: Literal["highest", "high"] = "highest"
     """float32 matmul precision: highest = float32 in every framework; high = TF32 on an NVIDIA GPU"""
     sync_timing: bool = False
@@ -183,6 +182,8 @@ class GymnaxEnvs:
         self.num_envs, self.jax_device = num_envs, jax_device
         self.num_actions = self.env.action_space(self.env_params).n
         self.jax_step = jax.jit(self.step_envs)
+        # one array per field from a rollout's per-step outputs: one call, not one per step and field
+        self.stack_steps = jax.jit(lambda outputs: jax.tree.map(lambda *steps: jnp.stack(steps), *outputs))
         # Every buffer handed between the frameworks: neither allocator knows the other's stream, so a buffer freed on
         # the host once its last reference goes could be reused while a kernel queued on the other stream still reads
         # it. A rollout's are kept until the next rollout's end, by when its iteration's synchronize has passed.
@@ -231,19 +232,14 @@ class GymnaxEnvs:
         """A rollout's Transitions, one tensor a field: torch's stacked in torch, the envs' outputs by one jitted call."""
         self.previous.clear()  # (first: the memory they held is the stacked outputs')
         taken = [torch.stack(field) for field in zip(*(step[:3] for step in steps))]  # obs, action, logprob
-        outputs = stack_steps([EnvStep(*step[3:]) for step in steps])
+        outputs = self.stack_steps([EnvStep(*step[3:]) for step in steps])
         self.previous, self.handed_over = self.handed_over + [outputs], []
         return Transition(*taken, *jax.tree.map(torch.from_dlpack, outputs))
 
 
-# One array per field from a list of per-step outputs: one call, not one per step and field.
-stack_steps = jax.jit(lambda outputs: jax.tree.map(lambda *steps: jnp.stack(steps), *outputs))
-
-
 def make_envs(args: Args, device: torch.device, jax_device):
-    """args.num_envs environments on the chosen backend, all behind GymnaxEnvs' interface. torch_envs.py (gymnax's
-    dynamics in PyTorch, or Gymnasium's vector environments) is imported only when asked for: with gymnax's
-    environments, this file runs alone."""
+    """The environments on --env-backend, behind one interface; torch_envs.py only when asked for (with gymnax's
+    environments, this file runs alone)."""
     if args.env_backend == "gymnax":
         return GymnaxEnvs(args.env_id, args.num_envs, jax_device)
     import torch_envs
@@ -262,8 +258,7 @@ def policy_step(agent: Agent, obs):
 
 
 def rollout(runner: Runner, env_step, envs, num_steps: int):
-    """num_steps calls of env_step (act with the actor alone, step every env): the runner after them, and their
-    Transitions stacked."""
+    """num_steps calls of env_step: the runner after them, and their Transitions stacked."""
     steps = []
     for _ in range(num_steps):
         runner, transition = env_step(runner)
@@ -275,12 +270,10 @@ def rollout(runner: Runner, env_step, envs, num_steps: int):
 def compute_gae(rewards, values, bootstrap_values, terminated, truncated, gamma, gae_lambda):
     """GAE over (num_steps, num_envs) tensors. bootstrap_values[t] is V of the observation step t reached before any
     reset: a truncation is bootstrapped, only a termination cuts the value off; either one ends the episode, which
-    stops the advantage from flowing back across it.
-
-    advantage[t] = delta[t] + discount[t] * advantage[t + 1] is solved by doubling, not by CleanRL's loop backwards
-    over the steps: after the round with shift k, advantage[t] holds its terms from steps t .. t+2k-1 and discount[t]
-    the product of the discounts over those steps. log2(num_steps) rounds of whole-tensor ops (eager in both torch
-    scripts): on a GPU a few dozen kernel launches, where the loop takes about 3 * num_steps."""
+    stops the advantage from flowing back across it. advantage[t] = delta[t] + discount[t] * advantage[t + 1] is
+    solved by doubling, not by CleanRL's loop backwards over the steps: after the round with shift k, advantage[t]
+    holds its terms from steps t .. t+2k-1 and discount[t] the product of their discounts. log2(num_steps) rounds of
+    whole-tensor ops: on a GPU a few dozen kernel launches, where the loop takes about 3 * num_steps."""
     advantages = rewards + gamma * bootstrap_values * (1.0 - terminated.float()) - values
     discounts = gamma * gae_lambda * (1.0 - (terminated | truncated).float())
     shift = 1
@@ -378,8 +371,7 @@ def update(learn_minibatch, batch: Batch, args: Args):
 
 # ---------------------------------------------------------------- train
 def train(args: Args) -> dict:
-    """Train: set up, then one loop over the iterations (rollout, the batch with its advantages, update); returns
-    the result record."""
+    """Set up, then one loop over the iterations: rollout, the batch with its advantages, update. Returns the record."""
     start = time.perf_counter()
     hidden, device, jax_device = check_args(args)
     jax.config.update("jax_default_device", jax_device)

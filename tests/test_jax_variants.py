@@ -66,16 +66,16 @@ def rise_run(variant: str, **flags):
 def test_jit_variant_compiles_its_iteration_once(variant):
     record, names = rise_run(variant)
     assert names["jit(collect_and_update)"] == 1, names  # compiled on iteration 0, reused by the 5 others
-    assert names["jit(collect)"] == names["jit(update)"] == 0
+    assert names["jit(rollout_and_collect)"] == names["jit(updated)"] == 0
     assert record["compiles_after_first_iteration"] == 0
 
 
 @needs("jax_nnx")
 def test_nnx_without_cached_partial_compiles_once_and_runs_the_same():
-    # --sync-timing too: its two programs, collect and update, must not retrace either.
+    # --sync-timing too: its two programs, the rollout with collect and the update, must not retrace either.
     record, names = rise_run("jax_nnx", cached_partial=False, sync_timing=True)
     assert record["args"]["cached_partial"] is False and rise_run("jax_nnx")[0]["args"]["cached_partial"] is True
-    assert names["jit(collect)"] == names["jit(update)"] == 1 and names["jit(collect_and_update)"] == 0, names
+    assert names["jit(rollout_and_collect)"] == names["jit(updated)"] == 1 and names["jit(collect_and_update)"] == 0, names
     assert record["compiles_after_first_iteration"] == 0
     np.testing.assert_allclose(record["episodic_return"], rise_run("jax_nnx")[0]["episodic_return"], rtol=1e-5)
 
