@@ -416,10 +416,10 @@ start_slot() {
   SLOT_PID[s]=$! SLOT_RUN[s]=$i SLOT_DEV[s]=$dev
 }
 
-# costs_measured: OUT/env_cost.json can be read as env_cost.py reads it (bench/load_script.py's earlier_result): a file
+# costs_measured: OUT/env_cost.json can be read as env_cost.py reads it (bench/outputs.py's earlier_result): a file
 # missing, or one that cannot be read as a JSON object, is measured again, as the sweep does.
 costs_measured() {
-  "$PYTHON" -c 'import sys; sys.path.insert(0, sys.argv[1]); from load_script import earlier_result
+  "$PYTHON" -c 'import sys; sys.path.insert(0, sys.argv[1]); from outputs import earlier_result
 sys.exit(not earlier_result(sys.argv[2]))' "$ROOT/bench" "$OUT/env_cost.json" 2>/dev/null  # env_cost.py warns
 }
 

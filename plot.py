@@ -35,7 +35,7 @@ from report.records import Unreadable, group_by, load_runs, machine
 from report.summary import as_json, summarize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "bench"))
-from load_script import check_out  # noqa: E402  (the tools' one rule for an output)
+from outputs import check_out  # noqa: E402  (the tools' one rule for an output)
 
 
 def main(argv=None) -> int:

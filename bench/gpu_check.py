@@ -38,8 +38,10 @@ from typing import NamedTuple, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
+from compiler_caches import fresh_compiler_caches  # noqa: E402
 from gpu_preflight import SKIPPED, preflight  # noqa: E402
-from load_script import fresh_compiler_caches, load, write_atomic  # noqa: E402
+from load_script import load  # noqa: E402
+from outputs import write_atomic  # noqa: E402
 from presets import HOST_WAITS_ON_GPU  # noqa: E402
 from sync_traps import HostSync, trapped_host_reads  # noqa: E402
 from variants import discover, scripts  # noqa: E402

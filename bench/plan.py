@@ -25,7 +25,8 @@ import sys
 from types import SimpleNamespace
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from load_script import out_problem, warm_compiler_caches  # noqa: E402
+from compiler_caches import warm_compiler_caches  # noqa: E402
+from outputs import out_problem  # noqa: E402
 from presets import COLD, EXPERIMENTS, FULL, HIDDEN, PRESETS, STACK_ENVS, TIMED, AllBut  # noqa: E402
 from run_records import other_machine, read_status, record_host, record_status, write_failure  # noqa: E402
 from variants import ROOT, VariantError, discover, modules, scripts  # noqa: E402

@@ -27,7 +27,7 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from load_script import write_atomic  # noqa: E402
+from outputs import write_atomic  # noqa: E402
 from presets import SIZES  # noqa: E402
 from run_records import cpu_model, gpu_names, settings_of  # noqa: E402
 from variants import discover, setting_name  # noqa: E402

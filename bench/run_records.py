@@ -11,7 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from load_script import write_atomic
+from outputs import write_atomic
 from variants import _pairs, _shows, discover, setting_name, without_settings
 
 declared = functools.cache(discover)  # read once: a plan asks it of every record it finds

@@ -26,7 +26,7 @@ from report.tables import table
 from report.timing import REFERENCE, compare, memory, suite
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-from load_script import check_out  # noqa: E402
+from outputs import check_out  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 GPU_ONLY = {v.name for v in DECLARED if v.gpu_only}

@@ -42,7 +42,7 @@ import numpy as np
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path[:0] = [ROOT, os.path.join(ROOT, "bench")]
-from load_script import check_out, write_atomic  # noqa: E402
+from outputs import check_out, write_atomic  # noqa: E402
 from run_records import KEEP_MEMORY  # noqa: E402
 
 WAYS = ("per_call", "scan", "scan_state_only", "per_call_donated")

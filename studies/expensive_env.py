@@ -24,7 +24,7 @@ from scipy import stats
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path[:0] = [ROOT, os.path.join(ROOT, "bench")]
-from load_script import check_out, write_atomic  # noqa: E402
+from outputs import check_out, write_atomic  # noqa: E402
 from report.learning import learning_statistics  # noqa: E402
 
 ENV_ID = "Craftax-Classic-Symbolic-v1"

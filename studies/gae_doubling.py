@@ -19,7 +19,8 @@ import time
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
-from load_script import check_out, load, write_atomic  # noqa: E402
+from load_script import load  # noqa: E402
+from outputs import check_out, write_atomic  # noqa: E402
 
 
 def gae_loop(rewards, values, bootstrap_values, terminated, truncated, gamma, gae_lambda):

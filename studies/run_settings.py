@@ -16,7 +16,7 @@ Settings that every framework would get alike, each against the scripts' own (no
   every thread of every framework shares one core.
 - other_code: the variant scripts of another checkout (`--other-code DIR`), with the scripts' own environment: what a
   change to the scripts does to their speed (over scripts_own: the other checkout's time over this one's).
-- warm_caches: the compiler caches a sweep's steady runs share (bench/load_script.warm_compiler_caches): JAX's
+- warm_caches: the compiler caches a sweep's steady runs share (bench/compiler_caches.warm_compiler_caches): JAX's
   persistent compilation cache and Inductor's, filled before the first block by one untimed run of each variant, so
   that every timed run loads its programs instead of compiling them. Does a program loaded from the cache run as fast
   as one compiled afresh? Each run's wall time (the process, start-up included) is kept too: what the caches save.
@@ -55,13 +55,8 @@ import numpy as np
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path[:0] = [ROOT, os.path.join(ROOT, "bench")]
-from load_script import (  # noqa: E402
-    COMPILER_CACHE_VARIABLES,
-    check_out,
-    fresh_compiler_caches,
-    warm_compiler_caches,
-    write_atomic,
-)
+from compiler_caches import COMPILER_CACHE_VARIABLES, fresh_compiler_caches, warm_compiler_caches  # noqa: E402
+from outputs import check_out, write_atomic  # noqa: E402
 from presets import HIDDEN  # noqa: E402
 from report.timing import REFERENCE, interval  # noqa: E402
 from run_records import KEEP_FREED, KEEP_MEMORY, ONE_ARENA, XLA_ONE_THREAD, cpu_model  # noqa: E402

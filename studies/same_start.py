@@ -24,7 +24,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))  # the tools the studies share with the tests
-from load_script import check_out, load, write_atomic  # noqa: E402
+from load_script import load  # noqa: E402
+from outputs import check_out, write_atomic  # noqa: E402
 
 QUIET = dict(cuda=False, tensorboard=False, quiet=True)
 

@@ -14,7 +14,8 @@ import time
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path[:0] = [ROOT, os.path.join(ROOT, "bench")]
-from load_script import check_out, load, write_atomic  # noqa: E402
+from load_script import load  # noqa: E402
+from outputs import check_out, write_atomic  # noqa: E402
 from report.learning import learning_statistics  # noqa: E402
 from variants import scripts  # noqa: E402
 

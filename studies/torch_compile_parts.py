@@ -31,7 +31,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))  # the tools the studies share with the tests
-from load_script import check_out, load, reset_torch_compile, write_atomic  # noqa: E402
+from compiler_caches import reset_torch_compile  # noqa: E402
+from load_script import load  # noqa: E402
+from outputs import check_out, write_atomic  # noqa: E402
 
 PARTS = {"policy": "policy", "critic": "value", "update": "learn_minibatch"}  # part -> compiled function's name
 

@@ -289,7 +289,7 @@ def learned_rest():
     return lambda variant: _runs["learned_rest", variant].result()
 
 
-from load_script import reset_torch_compile  # noqa: E402
+from compiler_caches import reset_torch_compile  # noqa: E402
 from sync_traps import HostSync, trapped_host_reads  # noqa: E402, F401  (the traps gpu-check uses; HostSync for the tests)
 
 

@@ -11,6 +11,7 @@ import subprocess
 import pytest
 
 import load_script
+from compiler_caches import warm_compiler_caches
 from conftest import (
     EAGER_JAX_SLOW,
     JIT_VARIANTS,
@@ -25,7 +26,6 @@ from conftest import (
     run_script,
     tensorboard_events,
 )
-from load_script import warm_compiler_caches
 from run_records import ALLOCATOR, XLA_ONE_THREAD
 
 SCHEMA_KEYS = {

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 import load_script
+import outputs
 from conftest import ROOT, in_background
 from run_records import write_failure
 from test_plot import plot, record, write  # plot.py loaded as a module; a schema-1 record plot.py reads
@@ -123,7 +124,7 @@ def test_the_tools_output_rule(tmp_path, monkeypatch):
     (tmp_path / "notes.txt").write_text("")
     (tmp_path / "kept.json").write_text("{}")
     (tmp_path / "kept.json").chmod(0o444)
-    problem = load_script.out_problem
+    problem = outputs.out_problem
     assert problem("") == "the path is empty"
     assert problem("new/") == "new/ names a directory; name a file"
     assert problem("notes.txt/") == "notes.txt/ names a directory; name a file"
