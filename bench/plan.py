@@ -24,12 +24,13 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compiler_caches import warm_compiler_caches  # noqa: E402
-from outputs import out_problem  # noqa: E402
-from presets import COLD, EXPERIMENTS, FULL, HIDDEN, PRESETS, STACK_ENVS, TIMED, AllBut  # noqa: E402
-from run_records import other_machine, read_status, record_host, record_status, write_failure  # noqa: E402
-from variants import ROOT, VariantError, discover, modules, scripts  # noqa: E402
+if __name__ == "__main__" and not __package__:  # run as `python bench/plan.py`: import bench.* from the root, not bench/
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench.compiler_caches import warm_compiler_caches
+from bench.outputs import out_problem
+from bench.presets import COLD, EXPERIMENTS, FULL, HIDDEN, PRESETS, STACK_ENVS, TIMED, AllBut
+from bench.run_records import other_machine, read_status, record_host, record_status, write_failure
+from bench.variants import ROOT, VariantError, discover, modules, scripts
 
 
 class Refused(Exception):
@@ -429,7 +430,7 @@ def run_seconds(gpu: bool):
     """run -> its estimated seconds (bench/run_costs.py), for cutting a plan into parts: a run nothing prices (or
     every run, if the costs cannot be read) at a minute."""
     try:
-        import run_costs
+        from bench import run_costs
 
         prices = run_costs.Prices(gpu=gpu)
     except Exception:  # a part's cut is never worth stopping the sweep for
@@ -441,7 +442,7 @@ def estimate(runs: list, at_once: int, gpu: bool, source: bool = True) -> str:
     """Those runs' estimated duration, from the costs measured before (bench/run_costs.py: for a GPU, the GPU runs'
     where there are any), and (source) what it comes from."""
     try:
-        import run_costs
+        from bench import run_costs
 
         lines = [f"{variant_of(run)} {run[2]} {run[6]} {run[7]} {seeds_of(run)}" for run in runs]
         return run_costs.estimate(lines, run_costs.COSTS, at_once, gpu, source)
@@ -605,7 +606,6 @@ def main(argv=None) -> int:
     elif command == "failure":
         write_failure(*rest)
     elif command == "check-envs":  # the environments a sweep can run, as env_cost.py checks them
-        sys.path.append(str(ROOT))
         from env_cost import bad_env
 
         print(bad_env(rest))

@@ -11,8 +11,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from outputs import write_atomic
-from variants import _pairs, _shows, discover, setting_name, without_settings
+from bench.outputs import write_atomic
+from bench.variants import _pairs, _shows, discover, setting_name, without_settings
 
 declared = functools.cache(discover)  # read once: a plan asks it of every record it finds
 

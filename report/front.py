@@ -21,12 +21,10 @@ from typing import Optional
 
 import numpy as np
 
+from bench.outputs import check_out
 from report.records import DECLARED, VARIANTS, Unreadable, load_runs, machine, ordered, warm
 from report.tables import table
 from report.timing import REFERENCE, compare, memory, suite
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-from outputs import check_out  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 GPU_ONLY = {v.name for v in DECLARED if v.gpu_only}

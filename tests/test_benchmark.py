@@ -19,11 +19,11 @@ from types import SimpleNamespace
 
 import pytest
 
+from bench.plan import load as load_plan
+from bench.presets import PRESETS
+from bench.run_records import KEPT_APART, XLA_ONE_THREAD
+from bench.variants import discover
 from conftest import DECLARED, ROOT, VARIANTS, in_background, load
-from plan import load as load_plan
-from presets import PRESETS
-from run_records import KEPT_APART, XLA_ONE_THREAD
-from variants import discover
 
 BENCHMARK = ROOT / "benchmark.sh"
 FAKE = ROOT / "tests" / "fixtures" / "fake_variant.py"

@@ -9,10 +9,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from report import front
 from test_plot import record, write  # a schema-1 record whose steady iteration is its `iteration`
-
-sys.path.insert(0, str(ROOT))
-from report import front  # noqa: E402
 
 ENVS = ["CartPole-v1", "Acrobot-v1", "Breakout-MinAtar"]
 

@@ -10,14 +10,11 @@ import sys
 
 import pytest
 
-import load_script
-import outputs
+from bench import load_script, outputs
+from bench.run_records import write_failure
 from conftest import ROOT, in_background
-from run_records import write_failure
+from report import figures, front
 from test_plot import plot, record, write  # plot.py loaded as a module; a schema-1 record plot.py reads
-
-sys.path.insert(0, str(ROOT))
-from report import figures, front  # noqa: E402
 
 
 def a_sweep(directory):

@@ -6,8 +6,7 @@ import functools
 
 import pytest
 
-import load_script
-import outputs
+from bench import load_script, outputs
 
 # tool -> its arguments but --out (DIR for plot.py: the temporary directory), and whether --out names a directory
 TOOLS = {
