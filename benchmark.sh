@@ -416,11 +416,11 @@ start_slot() {
   SLOT_PID[s]=$! SLOT_RUN[s]=$i SLOT_DEV[s]=$dev
 }
 
-# costs_measured: OUT/env_cost.json can be read as env_cost.py reads it (bench/load_script.py's earlier_result): a file
+# costs_measured: OUT/env_cost.json can be read as env_cost.py reads it (bench/outputs.py's earlier_result): a file
 # missing, or one that cannot be read as a JSON object, is measured again, as the sweep does.
 costs_measured() {
-  "$PYTHON" -c 'import sys; sys.path.insert(0, sys.argv[1]); from load_script import earlier_result
-sys.exit(not earlier_result(sys.argv[2]))' "$ROOT/bench" "$OUT/env_cost.json" 2>/dev/null  # env_cost.py warns
+  "$PYTHON" -c 'import sys; sys.path.insert(0, sys.argv[1]); from bench.outputs import earlier_result
+sys.exit(not earlier_result(sys.argv[2]))' "$ROOT" "$OUT/env_cost.json" 2>/dev/null  # env_cost.py warns
 }
 
 # run_task: --task, one run of a plan that other processes (SLURM's array, a loop) run the rest of, in the same OUT.

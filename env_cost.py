@@ -24,8 +24,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench"))
-from load_script import check_out, earlier_result, write_atomic  # noqa: E402  (the ones the tools share)
+from bench.outputs import check_out, earlier_result, write_atomic
 
 # jax and gymnax are imported where needed: when every cost is already measured (a resumed
 # sweep), this script exits without paying their seconds of start-up.

@@ -28,14 +28,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench.outputs import check_out
 from report import figures, learning_figures
 from report.figures import FIGURES
 from report.markdown import render
 from report.records import Unreadable, group_by, load_runs, machine
 from report.summary import as_json, summarize
-
-sys.path.insert(0, str(Path(__file__).resolve().parent / "bench"))
-from load_script import check_out  # noqa: E402  (the tools' one rule for an output)
 
 
 def main(argv=None) -> int:

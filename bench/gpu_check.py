@@ -37,12 +37,15 @@ from pathlib import Path
 from typing import NamedTuple, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
-from gpu_preflight import SKIPPED, preflight  # noqa: E402
-from load_script import fresh_compiler_caches, load, write_atomic  # noqa: E402
-from presets import HOST_WAITS_ON_GPU  # noqa: E402
-from sync_traps import HostSync, trapped_host_reads  # noqa: E402
-from variants import discover, scripts  # noqa: E402
+if __name__ == "__main__" and not __package__:  # run as `python bench/gpu_check.py`: import bench.* from the root, not bench/
+    sys.path[0] = str(ROOT)
+from bench.compiler_caches import fresh_compiler_caches
+from bench.gpu_preflight import SKIPPED, preflight
+from bench.load_script import load
+from bench.outputs import write_atomic
+from bench.presets import HOST_WAITS_ON_GPU
+from bench.sync_traps import HostSync, trapped_host_reads
+from bench.variants import discover, scripts
 
 DISCOVERED = discover()  # the ppo_*.py scripts and their settings (bench/variants.py)
 VARIANTS = {v.name: v for v in scripts(DISCOVERED)}

@@ -42,8 +42,10 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from load_script import check_out, earlier_result, load, write_atomic  # noqa: E402
+if __name__ == "__main__" and not __package__:  # run as `python bench/host_cost.py`: import bench.* from the root, not bench/
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench.load_script import load
+from bench.outputs import check_out, earlier_result, write_atomic
 
 WARM_UP = 3  # calls before the timed ones: a compiled function compiles on its first, a CUDA graph records on its second
 BLOCK = 50  # calls issued back to back before one wait; with --calls under 500, a tenth of them (ten blocks)

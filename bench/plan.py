@@ -23,12 +23,40 @@ import shutil
 import subprocess
 import sys
 from types import SimpleNamespace
+from typing import NamedTuple
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from load_script import out_problem, warm_compiler_caches  # noqa: E402
-from presets import COLD, EXPERIMENTS, FULL, HIDDEN, PRESETS, STACK_ENVS, TIMED, AllBut  # noqa: E402
-from run_records import other_machine, read_status, record_host, record_status, write_failure  # noqa: E402
-from variants import ROOT, VariantError, discover, modules, scripts  # noqa: E402
+if __name__ == "__main__" and not __package__:  # run as `python bench/plan.py`: import bench.* from the root, not bench/
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench.compiler_caches import warm_compiler_caches
+from bench.outputs import out_problem
+from bench.presets import COLD, EXPERIMENTS, FULL, HIDDEN, PRESETS, STACK_ENVS, TIMED, AllBut
+from bench.run_records import other_machine, read_status, record_host, record_status, write_failure
+from bench.variants import ROOT, VariantError, discover, modules, scripts
+
+
+class Run(NamedTuple):
+    """One run of the plan. benchmark.sh reads it as one tab-separated line of every field but the variant (line())."""
+
+    name: str  # EXPERIMENT/VARIANT__ENV__SIZE[__nNUM_ENVS][__kSEEDS]__seedSEED, its record's name in OUT
+    script: str
+    env: str
+    hidden: str  # as --hidden takes it
+    seed: int
+    experiment: str
+    size: str
+    iterations: int
+    flags: str  # every flag beyond those above, space-separated (empty for learn's defaults)
+    variant: str  # the script's variant, a setting of it (jax_nnx+nocache) or a stack (torch+torchenv)
+
+    def line(self) -> str:
+        """The run as benchmark.sh reads it: NAME SCRIPT ENV HIDDEN SEED EXPERIMENT SIZE ITERATIONS FLAGS."""
+        return "\t".join(map(str, self[:-1]))
+
+    @classmethod
+    def from_line(cls, line: str) -> "Run":
+        """A run from its line (every field a string); the line leaves the variant out, its name holds it."""
+        name, *rest = line.split("\t")
+        return cls(name, *rest, variant=name.split("/")[1].split("__")[0])
 
 
 class Refused(Exception):
@@ -192,7 +220,7 @@ def visible_gpus() -> list:
 
 def check_jobs(runs: list, jobs: int, devices: list) -> None:
     """No --jobs that would time runs side by side on one device."""
-    if jobs == 1 or all(run[5] == "learn" for run in runs):
+    if jobs == 1 or all(run.experiment == "learn" for run in runs):
         return
     if not devices:
         raise Refused(
@@ -212,7 +240,7 @@ def permits(restrict: dict, key: str, dim: str, item: str) -> bool:
 
 
 def make_plan(p: dict, variants: list) -> list:
-    """The runs, in the order they run: (name, script, env, hidden, seed, experiment, size, iterations, flags).
+    """The runs (Run), in the order they run.
 
     The seed is the outermost loop: the plan is `repeats` rounds, each a block of every cell of every experiment,
     so a sweep stopped part way has every cell with fewer seeds rather than some cells with all. The variant is the
@@ -246,7 +274,9 @@ def make_plan(p: dict, variants: list) -> list:
                 more += ["--num-minibatches", iteration["num_minibatches"], "--update-epochs", iteration["update_epochs"]]
                 more += ["--total-timesteps", num_envs * iteration["num_steps"] * n]
             flags_text = " ".join(map(str, more))
-            runs.append((f"{name}__seed{seed}", by_name[v].script, env, HIDDEN[size], seed, exp, size, n or 100, flags_text))
+            runs.append(
+                Run(f"{name}__seed{seed}", by_name[v].script, env, HIDDEN[size], seed, exp, size, n or 100, flags_text, v)
+            )
 
     def grid(exp, seed, flags, names):
         for env in allowed(exp, "envs", p["envs"]):
@@ -293,19 +323,21 @@ def make_plan(p: dict, variants: list) -> list:
     return runs
 
 
-def group_of(run: tuple, groups: list) -> int:
+def group_of(run: Run, groups: list) -> int:
     """The index of the first of the preset's groups that takes the run; len(groups) for none."""
     for i, group in enumerate(groups):
-        if run[5] in group["experiments"] and run[2] in group.get("envs", [run[2]]) and int(run[4]) <= group.get("seeds", 1e9):
+        in_envs = run.env in group.get("envs", [run.env])
+        if run.experiment in group["experiments"] and in_envs and int(run.seed) <= group.get("seeds", 1e9):
             return i
     return len(groups)
 
 
-def ordered_by_groups(run: tuple, p: dict) -> tuple:
+def ordered_by_groups(run: Run, p: dict) -> tuple:
     """Where a run goes in a plan ordered by the preset's groups: by group, then every seed of a cell (size, env,
     experiment) before the next cell."""
     sizes, envs = (dict(zip(items, range(len(items)))) for items in (p["sizes"], p["envs"]))
-    return group_of(run, p["groups"]), sizes.get(run[6], len(sizes)), envs.get(run[2], len(envs)), EXPERIMENTS.index(run[5])
+    where = sizes.get(run.size, len(sizes)), envs.get(run.env, len(envs)), EXPERIMENTS.index(run.experiment)
+    return group_of(run, p["groups"]), *where
 
 
 def bash(name: str, value) -> str:
@@ -336,12 +368,12 @@ def load(argv: list) -> SimpleNamespace:
     planned = [v for v in variants if p["for_gpu"] or not v.gpu_only]
     every = [] if p["gpu_check"] else make_plan(p, planned)
     part = parts_of(every, p)  # cut from the whole plan, the GPU-only settings included, wherever it is made
-    runs = [run for run in every if variant_of(run) not in left_out]
-    part = [k for k, run in zip(part, every) if variant_of(run) not in left_out]
+    runs = [run for run in every if run.variant not in left_out]
+    part = [k for k, run in zip(part, every) if run.variant not in left_out]
     if a.task:
         if not (a.task.isascii() and a.task.isdigit() and a.task[0] != "0" and int(a.task) <= len(runs)):
             raise Refused(f"--task must be one of the plan's indices, 1..{len(runs)} (see --list); got '{a.task}'")
-        variant = variant_of(runs[int(a.task) - 1])
+        variant = runs[int(a.task) - 1].variant
         if variant in gpu_only and not visible_gpus():
             raise Refused(f"--task {a.task}: {variant} needs a GPU, and none is visible here")
     n = max(part, default=1)
@@ -376,7 +408,7 @@ def begun_elsewhere(runs: list, found: dict, out: str) -> dict:
         if all(found[i][0] == "ok" for i in members):
             continue
         for i in members:
-            host = record_host(os.path.join(out, f"{runs[i][0]}.json")) if found[i][0] == "ok" else here
+            host = record_host(os.path.join(out, f"{runs[i].name}.json")) if found[i][0] == "ok" else here
             if host != here:
                 redo[i] = (
                     "elsewhere",
@@ -385,21 +417,21 @@ def begun_elsewhere(runs: list, found: dict, out: str) -> dict:
     return redo
 
 
-def seeds_of(run: tuple) -> int:
+def seeds_of(run: Run) -> int:
     """How many seeds a run trains at once: its --num-seeds, else 1."""
-    flags = run[8].split()
+    flags = run.flags.split()
     return int(flags[flags.index("--num-seeds") + 1]) if "--num-seeds" in flags else 1
 
 
-def variant_of(run: tuple) -> str:
-    """The variant (or setting) a run of the plan runs: NAME is EXPERIMENT/VARIANT__ENV__..."""
-    return run[0].split("/")[1].split("__")[0]
+def variant_of(run: Run) -> str:
+    """The variant (or setting) a run of the plan runs, for the tests that ask it of a run."""
+    return run.variant
 
 
-def block_of(run: tuple) -> tuple:
+def block_of(run: Run) -> tuple:
     """A run's block, the runs a ratio compares, run back to back: its experiment, and its name after its variant (env,
     size, num_envs, seed)."""
-    return run[5], run[0].split("__", 1)[1]
+    return run.experiment, run.name.removeprefix(f"{run.experiment}/{run.variant}__")
 
 
 # Of a part's minutes, one is kept for what a sweep measures before its runs (env costs, the host-cost probe).
@@ -428,21 +460,21 @@ def run_seconds(gpu: bool):
     """run -> its estimated seconds (bench/run_costs.py), for cutting a plan into parts: a run nothing prices (or
     every run, if the costs cannot be read) at a minute."""
     try:
-        import run_costs
+        from bench import run_costs
 
         prices = run_costs.Prices(gpu=gpu)
     except Exception:  # a part's cut is never worth stopping the sweep for
         return lambda run: 60.0
-    return lambda run: prices.seconds(variant_of(run), run[2], run[6], int(run[7]), seeds_of(run)) or 60.0
+    return lambda run: prices.seconds(run.variant, run.env, run.size, int(run.iterations), seeds_of(run)) or 60.0
 
 
 def estimate(runs: list, at_once: int, gpu: bool, source: bool = True) -> str:
     """Those runs' estimated duration, from the costs measured before (bench/run_costs.py: for a GPU, the GPU runs'
     where there are any), and (source) what it comes from."""
     try:
-        import run_costs
+        from bench import run_costs
 
-        lines = [f"{variant_of(run)} {run[2]} {run[6]} {run[7]} {seeds_of(run)}" for run in runs]
+        lines = [f"{run.variant} {run.env} {run.size} {run.iterations} {seeds_of(run)}" for run in runs]
         return run_costs.estimate(lines, run_costs.COSTS, at_once, gpu, source)
     except Exception:  # an estimate is never worth stopping the sweep for
         return "no estimate (bench/run_costs.py failed)"
@@ -486,9 +518,9 @@ def plan_command(argv: list) -> int:
     jobs = plan.jobs or 1
     if a.task and a.keep_stale:  # its record was made otherwise, and is to be kept: the task would replace it
         run = runs[int(a.task) - 1]
-        status, why = read_status(os.path.join(out, f"{run[0]}.json"), run)
+        status, why = read_status(os.path.join(out, f"{run.name}.json"), run)
         if status == "stale":
-            print(f"benchmark.sh: {kept_stale([(run[0], why)])}", file=sys.stderr)
+            print(f"benchmark.sh: {kept_stale([(run.name, why)])}", file=sys.stderr)
             return 2
     # What env_cost.py times: the environments of the timed experiments (plot.py's x-axis).
     cost_envs = {e for exp in TIMED if exp in p["experiments"] for e in p["envs"] if permits(p["restrict"], exp, "envs", e)}
@@ -496,8 +528,8 @@ def plan_command(argv: list) -> int:
     # What bench/host_cost.py times: the sync and stacks experiments' environments where a torch script is timed (the
     # floor under its rollout, which plot.py splits off).
     framework = {v.name: v.framework for v in plan.variants}
-    floor_wanted = lambda run: run[5] in ("sync", "stacks") and framework[variant_of(run)] == "torch"
-    handover_envs = {run[2] for run in runs if floor_wanted(run)}
+    floor_wanted = lambda run: run.experiment in ("sync", "stacks") and framework[run.variant] == "torch"
+    handover_envs = {run.env for run in runs if floor_wanted(run)}
     values = {
         "PRESET": a.preset,
         "OUT": out,
@@ -521,14 +553,14 @@ def plan_command(argv: list) -> int:
         # the runs of these experiments share the compiler caches under OUT/.caches, with this environment
         "WARM_EXPERIMENTS": [] if p["caches"] == "cold" else [e for e in p["experiments"] if e not in COLD],
         "WARM_ENV": [f"{k}={v}" for k, v in warm_compiler_caches(os.path.join(out, ".caches")).items()],
-        "RUNS": ["\t".join(map(str, run)) for run in runs],
+        "RUNS": [run.line() for run in runs],
         # what a setting made by the environment adds to a variable, VARIANT=NAME=VALUE (run_one adds VALUE to NAME's)
         "SETTING_ENVIRONMENTS": [f"{v.name}={'='.join(v.environment)}" for v in plan.variants if v.environment],
-        "LISTING": "".join(f"{i} {run[0]}\n" for i, run in enumerate(runs, 1)) if a.list else "",
+        "LISTING": "".join(f"{i} {run.name}\n" for i, run in enumerate(runs, 1)) if a.list else "",
     }
     if plan.sweep:
         part, n = plan.part, max(plan.part, default=1)
-        found = {i: read_status(os.path.join(out, f"{run[0]}.json"), run) for i, run in enumerate(runs)}
+        found = {i: read_status(os.path.join(out, f"{run.name}.json"), run) for i, run in enumerate(runs)}
         moved = begun_elsewhere(runs, found, out)
         found |= moved
         status = {i: s for i, (s, _) in found.items()}
@@ -537,10 +569,10 @@ def plan_command(argv: list) -> int:
         k = min((part[i] for i in done if not done[i]), default=None) if a.part == "next" else int(a.part or 0) or None
         chosen = [i for i in range(len(runs)) if not a.part or part[i] == k]  # indices into runs
         if a.part:  # the probe's floors where this part times a torch script's rollout
-            values["HANDOVER_ENVS"] = sorted({runs[i][2] for i in chosen if floor_wanted(runs[i])})
+            values["HANDOVER_ENVS"] = sorted({runs[i].env for i in chosen if floor_wanted(runs[i])})
         stale = [i for i in chosen if status[i] == "stale"]  # made with other settings: never counted done
         if stale and a.keep_stale and not a.dry_run:  # refused before any work, not part way through the sweep
-            print(f"benchmark.sh: {kept_stale([(runs[i][0], found[i][1]) for i in stale])}", file=sys.stderr)
+            print(f"benchmark.sh: {kept_stale([(runs[i].name, found[i][1]) for i in stale])}", file=sys.stderr)
             return 2
         todo = [i for i in chosen if not done[i]]
         where = ""
@@ -560,14 +592,14 @@ def plan_command(argv: list) -> int:
         if again := [i for i in chosen if status[i] == "elsewhere"]:
             intro.append(
                 f"  {len(again)} records are of blocks begun on another machine and not finished: each such block is"
-                f" timed again here, whole (the first, {runs[again[0]][0]}: {found[again[0]][1]})"
+                f" timed again here, whole (the first, {runs[again[0]].name}: {found[again[0]][1]})"
             )
         if stale:
             first = stale[0]
             fate = "kept: --keep-stale refuses the sweep while they are here" if a.keep_stale else "run again and replaced"
             intro.append(
                 f"  {len(stale)} records were made with other settings than this plan gives their runs: {fate}"
-                f" (the first, {runs[first][0]}: {found[first][1]})"
+                f" (the first, {runs[first].name}: {found[first][1]})"
             )
         if p["for_gpu"] and not plan.on_gpu:  # a preset for a GPU, on a machine without one: what it costs here too
             intro.append(f"  here, without a GPU: {estimate([runs[i] for i in todo], jobs, False)}")
@@ -577,7 +609,7 @@ def plan_command(argv: list) -> int:
             intro.append(spin)
         values["INTRO"] = "".join(f"{line}\n" for line in intro)
         if a.dry_run:
-            lines = [f"  {exp}: {k} runs" for exp in EXPERIMENTS if (k := sum(runs[i][5] == exp for i in chosen))]
+            lines = [f"  {exp}: {k} runs" for exp in EXPERIMENTS if (k := sum(runs[i].experiment == exp for i in chosen))]
             if n > 1 and not a.part:  # each part's runs, and the estimate of what is left of it
                 for k in range(1, n + 1):
                     members = [i for i in chosen if part[i] == k]
@@ -588,7 +620,7 @@ def plan_command(argv: list) -> int:
                 state = {"ok": "done", "elsewhere": "redo"}.get(status[i], status[i])
                 state = state if done[i] or status[i] in ("stale", "elsewhere") else "to-run"
                 why = f"  ({status[i]}: {found[i][1]})" if status[i] in ("stale", "elsewhere") else ""
-                lines.append(f"[{i + 1}/{len(runs)}] {state:<6} {runs[i][0]}  {runs[i][8]}{why}")
+                lines.append(f"[{i + 1}/{len(runs)}] {state:<6} {runs[i].name}  {runs[i].flags}{why}")
             lines.append(f"plan: {len(chosen)} runs, {n_done} already done, {len(todo)} to run")
             values["LISTING"] = "".join(f"{line}\n" for line in lines)
     print("\n".join(bash(name, value) for name, value in values.items()))
@@ -600,11 +632,10 @@ def main(argv=None) -> int:
     if command == "plan":
         return plan_command(rest)
     if command == "status":  # a RUN (a line of RUNS) makes a record made with other settings stale
-        print(record_status(rest[0], tuple(rest[1].split("\t")) if len(rest) > 1 else None))
+        print(record_status(rest[0], Run.from_line(rest[1]) if len(rest) > 1 else None))
     elif command == "failure":
         write_failure(*rest)
     elif command == "check-envs":  # the environments a sweep can run, as env_cost.py checks them
-        sys.path.append(str(ROOT))
         from env_cost import bad_env
 
         print(bad_env(rest))

@@ -26,11 +26,12 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from load_script import write_atomic  # noqa: E402
-from presets import SIZES  # noqa: E402
-from run_records import cpu_model, gpu_names, settings_of  # noqa: E402
-from variants import discover, setting_name  # noqa: E402
+if __name__ == "__main__" and not __package__:  # run as `python bench/run_costs.py`: import bench.* from the root, not bench/
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench.outputs import write_atomic
+from bench.presets import SIZES
+from bench.run_records import cpu_model, gpu_names, settings_of
+from bench.variants import discover, setting_name
 
 COSTS = Path(__file__).with_name("costs")  # the tables, one a CPU model
 KEYS = ("setup_s", "first_s", "later_s")  # a cell's seconds: setup, iteration 0, a later iteration

@@ -11,15 +11,15 @@ import subprocess
 import time
 from pathlib import Path
 
-from load_script import write_atomic
-from variants import _pairs, _shows, discover, setting_name, without_settings
+from bench.outputs import write_atomic
+from bench.variants import _pairs, _shows, discover, setting_name, without_settings
 
 declared = functools.cache(discover)  # read once: a plan asks it of every record it finds
 
 
 def record_status(path: str, run: tuple = None) -> str:
     """ok | failed | stale | corrupt | missing: only ok and (without --retry-failed) failed count as done. With the
-    plan's `run` (a row of bench/plan.py's plan), a record made with other settings is stale: run again."""
+    plan's `run` (a Run of bench/plan.py's plan), a record made with other settings is stale: run again."""
     return read_status(path, run)[0]
 
 
@@ -50,8 +50,8 @@ def record_host(path: str):
 def planned(run: tuple) -> list:
     """What the plan gives a run that changes its work, as (flag, value) pairs: its env, size, seed, experiment and
     every flag (iterations, num_envs, steps, minibatches, epochs, a setting's or a stack's own)."""
-    _, _, env, hidden, seed, experiment, _, _, flags = run
-    given = ["--env-id", env, "--hidden", str(hidden), "--seed", str(seed), "--exp-name", experiment, *str(flags).split()]
+    given = ["--env-id", run.env, "--hidden", str(run.hidden), "--seed", str(run.seed), "--exp-name", run.experiment]
+    given += str(run.flags).split()
     return _pairs(tuple(given))
 
 
@@ -71,9 +71,9 @@ def other_settings(record: dict, run: tuple) -> str:
     for flag, value in planned(run):
         if not _shows(args, flag, value):
             return f"{flag}: {args.get(flag[2:].replace('-', '_'), 'not recorded')}, the plan {value or 'gives it'}"
-    variant = run[0].split("/")[1].split("__")[0]  # a setting's run: its record shows the setting's flags, no more
-    if (shown := setting_name(str(record.get("variant")), args, declared(), settings_of(record))) != variant:
-        return f"made as {shown}, the plan {variant}"
+    # a setting's run: its record shows the setting's flags, no more
+    if (shown := setting_name(str(record.get("variant")), args, declared(), settings_of(record))) != run.variant:
+        return f"made as {shown}, the plan {run.variant}"
     return ""
 
 

@@ -13,9 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plan import Refused, load  # noqa: E402
-from variants import ROOT  # noqa: E402
+if __name__ == "__main__" and not __package__:  # run as `python bench/slurm.py`: import bench.* from the root, not bench/
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench.plan import Refused, load
+from bench.variants import ROOT
 
 # SLURM's default MaxArraySize (1001) allows indices up to 1000: a longer plan goes in several arrays, each after the
 # one before it (so the limit on runs at once holds), with an offset added to the index.

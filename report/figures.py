@@ -144,7 +144,7 @@ def draw_cells(ax, cells, x, variant, k, n, log, **line):
 def draw(summary, out) -> None:
     """The timing figures of the summary's sections that have results."""
     for section, draw_section in (
-        (summary.answer, answer),
+        (summary.answer, answer_figures),
         (summary.overhead, overhead),
         (summary.rollout_update, rollout_update),
         (summary.compilation, compilation),
@@ -162,7 +162,7 @@ def draw(summary, out) -> None:
 def front(result, out) -> None:
     """answer.png: each variant's multiple of the reference's time, column by column as the front page's table has
     them, with its interval; the model sizes over the gymnax environments joined by a line per variant."""
-    from report.front import header  # (report.front imports this module only when it draws)
+    from report.front import column_header  # (report.front imports this module only when it draws)
 
     columns, variants = result["columns"], [v for v in result["variants"] if v != REFERENCE]
     fig, ax = plt.subplots(figsize=(11, 5))
@@ -193,7 +193,7 @@ def front(result, out) -> None:
             va="bottom",
             fontsize=8,
         )
-    labels = [header(c).replace(": " if ": " in header(c) else ", ", "\n", 1) for c in columns]
+    labels = [column_header(c).replace(": " if ": " in column_header(c) else ", ", "\n", 1) for c in columns]
     ax.set_xticks(range(len(columns)), labels, fontsize=8)
     ax.set_xlim(-0.5, len(columns) - 0.5)
     ax.set_yscale("log")
@@ -209,7 +209,7 @@ def front_device(entry) -> str:
 
 
 # ---------------------------------------------------------------- the sections' figures
-def answer(section, out) -> None:
+def answer_figures(section, out) -> None:
     """The study's answer: each variant's steady iteration over the reference's against the environment's cost (one
     panel per size), and against the model's size for the environments that ran at several."""
     cells, envs, variants, sizes = section["cells"], section["envs"], section["variants"], section["sizes"]

@@ -21,12 +21,10 @@ from typing import Optional
 
 import numpy as np
 
+from bench.outputs import check_out
 from report.records import DECLARED, VARIANTS, Unreadable, load_runs, machine, ordered, warm
 from report.tables import table
 from report.timing import REFERENCE, compare, memory, suite
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-from load_script import check_out  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 GPU_ONLY = {v.name for v in DECLARED if v.gpu_only}
@@ -108,7 +106,7 @@ def reference(column: Column, sources: dict) -> Optional[dict]:
     return None
 
 
-def answer(sources: dict) -> dict:
+def answer_columns(sources: dict) -> dict:
     """Every column's cells: {"columns": [{"column", "reference", "cells": {variant: row}, "envs"}], "variants"}."""
     columns = []
     for column in COLUMNS:
@@ -137,7 +135,7 @@ def seconds(s: float) -> str:
     return f"{number(s * 1000, 2)} ms" if s < 0.1 else f"{number(s, 2)} s"
 
 
-def header(entry) -> str:
+def column_header(entry) -> str:
     """A column's header: its title, with how many environments it pools, or on a GPU which one."""
     column, device = entry["column"], entry["reference"]["runs"][0].record["device"]
     title = column.title if column.env else f"{column.title}, {entry['envs']} gymnax environments"
@@ -193,7 +191,7 @@ def provenance(entry, base: str) -> str:
             blocks = ", ".join(f"{v} {cells[v]['n_blocks']}" for v in mine)
             made_on = next(iter({cells[v]["machine"] for v in mine} or {"-"}))
             parts.append(f"[{name}]({base}{name}/report/summary.md) ({made_on}; blocks: {blocks or 'none'})")
-    return f"- {header(entry)}: " + "; ".join(parts)
+    return f"- {column_header(entry)}: " + "; ".join(parts)
 
 
 def markdown(result: dict, base: str = "../") -> str:
@@ -204,7 +202,7 @@ def markdown(result: dict, base: str = "../") -> str:
         [v, *(text(c, v) for c in columns), *(per_run(first, v, statistic) for statistic in PER_RUN.values())]
         for v in result["variants"]
     ]
-    head = ["variant", *(header(c) for c in columns), *PER_RUN]
+    head = ["variant", *(column_header(c) for c in columns), *PER_RUN]
     return "\n".join(
         [
             table(head, rows),
@@ -285,7 +283,7 @@ def main(argv=None) -> int:
         check_out(args.readme, "--readme")
     try:
         sources, page = read(args.records, args.readme)
-        result = answer(sources)
+        result = answer_columns(sources)
         made = markdown(result, base(args.records, args.out))
         if page is not None:
             page = with_copy(page, markdown(result, base(args.records, args.readme.parent)))

@@ -17,7 +17,7 @@ def render(summary) -> str:
     tool = FLOOR_FILES.get(floor_file(summary.header["directory"]))
     split, stacked = (functools.partial(write, tool=tool) for write in (rollout_update, stacks))
     sections = [
-        (f"The answer: each variant's time over {REFERENCE}'s", summary.answer, answer),
+        (f"The answer: each variant's time over {REFERENCE}'s", summary.answer, answer_markdown),
         ("Overhead: iteration 0 vs 1-7 vs 8-end", summary.overhead, overhead),
         ("Rollout vs update (--sync-timing)", summary.rollout_update, split),
         ("Compilation on/off", summary.compilation, compilation),
@@ -30,14 +30,14 @@ def render(summary) -> str:
         ("Learning curves", summary.curves, curves),
         ("Does every variant learn? (learn preset)", summary.learn, learn),
     ]
-    lines = header(summary.header)
+    lines = markdown_header(summary.header)
     for title, section, write in sections:
         if section:
             lines += [f"## {title}", "", *write(section), ""]
     return "\n".join(lines)
 
 
-def header(h) -> list:
+def markdown_header(h) -> list:
     lines = [
         "# benchback results",
         "",
@@ -64,7 +64,7 @@ def header(h) -> list:
     return lines + [""]
 
 
-def answer(s) -> list:
+def answer_markdown(s) -> list:
     x, cells, variants, spread = s["axis"][0], s["cells"], s["variants"], s["spread"]
     key = lambda r: (r["variant"], r["size"], r["suite"])  # a pooled row's cells in spread
     lines = [

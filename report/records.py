@@ -15,11 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-from presets import EXPERIMENTS, HOST_WAITS_ON_GPU  # noqa: E402,F401  (HOST_WAITS_ON_GPU: for report.summary)
-from presets import SIZES as PLAN_SIZES  # noqa: E402
-from run_records import run_setting, settings_of  # noqa: E402
-from variants import compile_pairs, described, discover, scripts, setting_name  # noqa: E402,F401  (described: report.markdown)
+from bench.presets import EXPERIMENTS, HOST_WAITS_ON_GPU  # noqa: F401  (HOST_WAITS_ON_GPU: for report.summary)
+from bench.presets import SIZES as PLAN_SIZES
+from bench.run_records import run_setting, settings_of
+from bench.variants import compile_pairs, described, discover, scripts, setting_name  # noqa: F401  (described: report.markdown)
 
 # The variants are the ppo_*.py scripts, in the order and colours they declare (bench/variants.py); a compile
 # setting (jax_nnx+nocache: NNX without cached_partial) follows its script.

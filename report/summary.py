@@ -53,8 +53,8 @@ def summarize(runs, failures, directory: Path) -> Summary:
     return Summary(
         device=runs[0].record["device"],
         machine=machine(runs[0].record),
-        header=header(runs, failures, directory),
-        answer=answer(overall, directory) if overall else None,
+        header=summary_header(runs, failures, directory),
+        answer=answer_section(overall, directory) if overall else None,
         overhead=timing.overhead(overall, cold) if overall else None,
         rollout_update=timing.rollout_update(sync, handover_floors(directory, sync)) if sync else None,
         compilation=timing.compilation(compiled) if compiled else None,
@@ -71,7 +71,7 @@ def summarize(runs, failures, directory: Path) -> Summary:
     )
 
 
-def header(runs, failures, directory: Path) -> dict:
+def summary_header(runs, failures, directory: Path) -> dict:
     device = machine(runs[0].record)
     if device == "cpu, model not recorded":
         device = f"cpu{host_cores(directory)}"
@@ -101,10 +101,10 @@ def machines(runs) -> int:
     return len({r.record.get("host") for r in runs})
 
 
-def answer(runs, directory: Path):
-    """timing.answer, with the x-axis of its environments (their cost, or their names) and, on a GPU, the environments
+def answer_section(runs, directory: Path):
+    """timing.answer_statistics, with the x-axis of its environments (their cost, or their names) and, on a GPU, the environments
     whose step waits for the host."""
-    section = timing.answer(runs)
+    section = timing.answer_statistics(runs)
     if not section:
         return section
     on_gpu = runs[0].record["device"] != "cpu"

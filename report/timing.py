@@ -155,7 +155,7 @@ def gymnax_first(item):  # the study's environments first
     return item[0] != "gymnax", item[0]
 
 
-def answer(runs):
+def answer_statistics(runs):
     """The answer's rows, per size (env None) and per cell; the variants, sizes and environments they cover; and
     for the environments that ran at more than one size, the parameter count of each size. None without a row."""
     rows = answer_rows(runs)

@@ -23,8 +23,8 @@ Each setting is a child process of its own (`--settings`, all three by default):
   one arena); by default glibc hands a large freed block (over mmap's threshold, which grows to at most 32 MiB) back
   to the kernel, which maps it afresh, page by page, when the next call allocates it again.
 
-    python studies/craftax_scan.py --out results/studies/craftax-step/scan-classic.json
-    python studies/craftax_scan.py --env-id Craftax-Symbolic-v1 --settings all_cores,keep_memory \
+    python -m studies.craftax_scan --out results/studies/craftax-step/scan-classic.json
+    python -m studies.craftax_scan --env-id Craftax-Symbolic-v1 --settings all_cores,keep_memory \
         --out results/studies/craftax-step/scan-full.json
 """
 
@@ -41,9 +41,8 @@ import time
 import numpy as np
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-sys.path[:0] = [ROOT, os.path.join(ROOT, "bench")]
-from load_script import check_out, write_atomic  # noqa: E402
-from run_records import KEEP_MEMORY  # noqa: E402
+from bench.outputs import check_out, write_atomic
+from bench.run_records import KEEP_MEMORY
 
 WAYS = ("per_call", "scan", "scan_state_only", "per_call_donated")
 
@@ -157,7 +156,7 @@ SETTINGS = {
 
 def setting_commands(a) -> dict:
     """Each setting of --settings -> (its child's command, environment), or None where it cannot run here."""
-    own = [sys.executable, os.path.abspath(__file__), "--child", "--env-id", a.env_id, "--seed", str(a.seed)]
+    own = [sys.executable, "-m", "studies.craftax_scan", "--child", "--env-id", a.env_id, "--seed", str(a.seed)]
     own += ["--num-envs", str(a.num_envs), "--num-steps", str(a.num_steps), "--blocks", str(a.blocks)]
     env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
     can_pin = len(os.sched_getaffinity(0)) > 1 and shutil.which("taskset")
@@ -205,7 +204,7 @@ def main(argv=None) -> int:
         return 2
     result = {"env_id": a.env_id, "num_envs": a.num_envs, "num_steps": a.num_steps, "blocks": a.blocks}
     for setting, (command, env) in settings.items():
-        proc = subprocess.run(command, capture_output=True, text=True, env=env)
+        proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)  # the root: studies.* found
         if proc.returncode != 0:
             print(f"error: the {setting} measurement failed:\n{proc.stderr[-3000:]}", file=sys.stderr)
             return 1

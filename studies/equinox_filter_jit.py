@@ -14,7 +14,7 @@ process, the two settings alternating:
   (as the iteration does) with nothing to compute, called `calls` times, under filter_jit and under
   jax.jit, alternating `pairs` times; the per-call difference with a 95% bootstrap interval.
 
-    python studies/equinox_filter_jit.py --out results/studies/equinox-filter-jit/equinox-filter-jit.json
+    python -m studies.equinox_filter_jit --out results/studies/equinox-filter-jit/equinox-filter-jit.json
 """
 
 import contextlib
@@ -34,10 +34,9 @@ import optax
 import tyro
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-sys.path.insert(0, ROOT)
-import ppo_jax_equinox  # noqa: E402
-import ppo_jax_linen  # noqa: E402
-from report.timing import interval  # noqa: E402  (the bootstrap interval of the sweep's ratios)
+import ppo_jax_equinox
+import ppo_jax_linen
+from report.timing import interval
 
 
 @dataclasses.dataclass

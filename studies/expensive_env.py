@@ -10,7 +10,7 @@ the random policy's mean episode return, per variant, with a 95% percentile-boot
 the random episodes; an interval above 0 reads "learned". Then the variants compared as the learn preset compares
 them (report.learning: rliable's IQM and the probability of improvement over jax_linen, with intervals).
 
-    python studies/expensive_env.py results/speed/cpu/records --out results/speed/cpu/expensive-env.json
+    python -m studies.expensive_env results/speed/cpu/records --out results/speed/cpu/expensive-env.json
 """
 
 import argparse
@@ -23,9 +23,8 @@ import numpy as np
 from scipy import stats
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-sys.path[:0] = [ROOT, os.path.join(ROOT, "bench")]
-from load_script import check_out, write_atomic  # noqa: E402
-from report.learning import learning_statistics  # noqa: E402
+from bench.outputs import check_out, write_atomic
+from report.learning import learning_statistics
 
 ENV_ID = "Craftax-Classic-Symbolic-v1"
 

@@ -6,20 +6,19 @@ launches on a GPU). This times ppo_torch.py's compute_gae against the loop it re
 per block the ratio doubling / loop, then the median and range over the blocks. It also reports the largest
 difference between the two results (float32 rounding: the sums are grouped differently).
 
-    python studies/gae_doubling.py --out results/studies/gae-doubling/gae-doubling.json
+    python -m studies.gae_doubling --out results/studies/gae-doubling/gae-doubling.json
 """
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
-from load_script import check_out, load, write_atomic  # noqa: E402
+from bench.load_script import load
+from bench.outputs import check_out, write_atomic
 
 
 def gae_loop(rewards, values, bootstrap_values, terminated, truncated, gamma, gae_lambda):

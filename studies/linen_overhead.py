@@ -7,13 +7,12 @@ truncation bootstrap, so the two do the same work. The two alternate over severa
 (plain, script, plain, script, ..., plain) and each keeps its best round, so that a passing
 load on the machine does not decide the ratio.
 
-    python studies/linen_overhead.py --env-id CartPole-v1 --hidden 64,64 --out results/studies/linen-overhead/linen-overhead.json
+    python -m studies.linen_overhead --env-id CartPole-v1 --hidden 64,64 --out results/studies/linen-overhead/linen-overhead.json
 """
 
 import dataclasses
 import os
 import statistics
-import sys
 import time
 
 import flax.linen as nn
@@ -23,8 +22,7 @@ import numpy as np
 import optax
 import tyro
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import ppo_jax_linen  # noqa: E402
+import ppo_jax_linen
 
 
 @dataclasses.dataclass

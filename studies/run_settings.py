@@ -16,7 +16,7 @@ Settings that every framework would get alike, each against the scripts' own (no
   every thread of every framework shares one core.
 - other_code: the variant scripts of another checkout (`--other-code DIR`), with the scripts' own environment: what a
   change to the scripts does to their speed (over scripts_own: the other checkout's time over this one's).
-- warm_caches: the compiler caches a sweep's steady runs share (bench/load_script.warm_compiler_caches): JAX's
+- warm_caches: the compiler caches a sweep's steady runs share (bench/compiler_caches.warm_compiler_caches): JAX's
   persistent compilation cache and Inductor's, filled before the first block by one untimed run of each variant, so
   that every timed run loads its programs instead of compiling them. Does a program loaded from the cache run as fast
   as one compiled afresh? Each run's wall time (the process, start-up included) is kept too: what the caches save.
@@ -29,14 +29,14 @@ setting move the answer table's ratio?). Over the blocks the geometric mean with
 (report.timing's, as plot.py computes a ratio's). Each run's minor page faults (the whole process, start-up included)
 are counted too: memory the kernel maps afresh shows there.
 
-    python studies/run_settings.py --out results/studies/omp-spin/omp-spin.json
-    python studies/run_settings.py --settings keep_freed,one_arena,keep_memory --variants jax_linen,torch \
+    python -m studies.run_settings --out results/studies/omp-spin/omp-spin.json
+    python -m studies.run_settings --settings keep_freed,one_arena,keep_memory --variants jax_linen,torch \
         --env-id CartPole-v1 --out results/studies/glibc/parts-s.json
-    python studies/run_settings.py --settings one_core --variants jax_linen,jax_nnx,jax_equinox,torch \
+    python -m studies.run_settings --settings one_core --variants jax_linen,jax_nnx,jax_equinox,torch \
         --env-id Breakout-MinAtar --iterations 11 --blocks 5 --out results/studies/cores-threads/one-core-breakout-s.json
-    python studies/run_settings.py --settings warm_caches --variants jax_linen,jax_nnx,jax_equinox,torch,torch_compile \
+    python -m studies.run_settings --settings warm_caches --variants jax_linen,jax_nnx,jax_equinox,torch,torch_compile \
         --env-id CartPole-v1 --blocks 3 --out results/studies/warm-caches/cartpole-s.json
-    python studies/run_settings.py --pool A.json,B.json --out pooled.json   # the blocks of two runs of a study as one
+    python -m studies.run_settings --pool A.json,B.json --out pooled.json   # the blocks of two runs of a study as one
 """
 
 import argparse
@@ -54,17 +54,11 @@ import time
 import numpy as np
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-sys.path[:0] = [ROOT, os.path.join(ROOT, "bench")]
-from load_script import (  # noqa: E402
-    COMPILER_CACHE_VARIABLES,
-    check_out,
-    fresh_compiler_caches,
-    warm_compiler_caches,
-    write_atomic,
-)
-from presets import HIDDEN  # noqa: E402
-from report.timing import REFERENCE, interval  # noqa: E402
-from run_records import KEEP_FREED, KEEP_MEMORY, ONE_ARENA, XLA_ONE_THREAD, cpu_model  # noqa: E402
+from bench.compiler_caches import COMPILER_CACHE_VARIABLES, fresh_compiler_caches, warm_compiler_caches
+from bench.outputs import check_out, write_atomic
+from bench.presets import HIDDEN
+from bench.run_records import KEEP_FREED, KEEP_MEMORY, ONE_ARENA, XLA_ONE_THREAD, cpu_model
+from report.timing import REFERENCE, interval
 
 # each setting -> the variables it sets in a run's environment; every run starts without any of them
 OWN = "scripts_own"

@@ -1,6 +1,6 @@
 """Do the JAX variants run the same PPO? Start them from the same parameters and compare the runs.
 
-    python studies/same_start.py --seeds 36,53 --out results/studies/same-start/same-start.json
+    python -m studies.same_start --seeds 36,53 --out results/studies/same-start/same-start.json
 
 A seed draws the same actions, minibatch permutations and env steps in every JAX script; what each
 framework draws differently is the network's initial parameters. So, for each seed, with each script's
@@ -23,8 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))  # the tools the studies share with the tests
-from load_script import check_out, load, write_atomic  # noqa: E402
+from bench.load_script import load
+from bench.outputs import check_out, write_atomic
 
 QUIET = dict(cuda=False, tensorboard=False, quiet=True)
 

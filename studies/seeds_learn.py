@@ -3,7 +3,7 @@ in one run (--num-seeds N) against seeds 1..N each alone, compared as the learn 
 (report.learning: rliable's IQM and mean of the final returns, and the probability that a run at once beats a run
 alone, each with its stratified-bootstrap interval; an interval containing 0.5 reads "learns like the reference").
 
-    python studies/seeds_learn.py --num-seeds 16 --out results/studies/seeds-learn/seeds-learn.json
+    python -m studies.seeds_learn --num-seeds 16 --out results/studies/seeds-learn/seeds-learn.json
 """
 
 import argparse
@@ -13,10 +13,10 @@ import sys
 import time
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-sys.path[:0] = [ROOT, os.path.join(ROOT, "bench")]
-from load_script import check_out, load, write_atomic  # noqa: E402
-from report.learning import learning_statistics  # noqa: E402
-from variants import scripts  # noqa: E402
+from bench.load_script import load
+from bench.outputs import check_out, write_atomic
+from bench.variants import scripts
+from report.learning import learning_statistics
 
 
 def main(argv=None) -> int:

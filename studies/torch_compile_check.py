@@ -1,6 +1,6 @@
 """Does ppo_torch_compile.py train as ppo_torch.py does? Checked inside a whole training run.
 
-    python studies/torch_compile_check.py --seed 3 --out results/studies/torch-compile-check/seed3.json
+    python -m studies.torch_compile_check --seed 3 --out results/studies/torch-compile-check/seed3.json
 
 Runs ppo_torch_compile.py's train() unchanged (the same random numbers, the same result), and:
 - runs ppo_torch.py's eager minibatch step (fused Adam) beside every compiled one, in lockstep from
@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))  # the tools the studies share with the tests
-from load_script import check_out, load, write_atomic  # noqa: E402
+from bench.load_script import load
+from bench.outputs import check_out, write_atomic
 
 
 def closure(compiled_function) -> dict:

@@ -1,6 +1,6 @@
 """Which compiled part of ppo_torch_compile.py changes how it learns? Compile one part at a time.
 
-    python studies/torch_compile_parts.py --parts policy --seeds 1-32 --out results/studies/torch-compile-parts
+    python -m studies.torch_compile_parts --parts policy --seeds 1-32 --out results/studies/torch-compile-parts
 
 Runs ppo_torch_compile.py's train() unchanged except that torch.compile returns the function
 itself, uncompiled, for the parts not named in --parts:
@@ -14,7 +14,7 @@ rate). So --parts none is ppo_torch.py but for the sampler's and the compiled sc
 settings belongs to the parts that differ. Writes one record per seed (the script's own record, with
 `compiled_parts` added), atomically; a seed whose record exists is skipped.
 
-    python studies/torch_compile_parts.py --summary results/studies/torch-compile-parts --learn results/learn/learn-preset/records/learn
+    python -m studies.torch_compile_parts --summary results/studies/torch-compile-parts --learn results/learn/learn-preset/records/learn
 
 compares every --parts setting found, and the whole compiled script, with eager torch (the learn
 preset's records in --learn: torch__*.json and torch_compile__*.json) as plot.py compares variants: the
@@ -30,8 +30,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))  # the tools the studies share with the tests
-from load_script import check_out, load, reset_torch_compile, write_atomic  # noqa: E402
+from bench.compiler_caches import reset_torch_compile
+from bench.load_script import load
+from bench.outputs import check_out, write_atomic
 
 PARTS = {"policy": "policy", "critic": "value", "update": "learn_minibatch"}  # part -> compiled function's name
 
@@ -47,7 +48,6 @@ def seeds(text: str) -> list[int]:
 
 def summary(directory: Path, learn: Path) -> str:
     """A markdown table: each setting against eager torch."""
-    sys.path.insert(0, str(ROOT))
     import numpy as np
 
     from report.learning import COLLAPSED, collapse_difference, probability_of_improvement

@@ -23,9 +23,11 @@ os.environ["GOMP_SPINCOUNT"] = "0"
 
 # The variants are the ppo_*.py scripts, each with what it declares of itself (bench/variants.py). Every test
 # parametrized over VARIANTS runs once per script.
-# the tools, the studies some tests reuse, and the Craftax adapter the scripts import as their sibling
-sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "studies"), str(ROOT)]
-from variants import scripts  # noqa: E402
+# The root is on the path (pytest.ini's pythonpath): the tools as bench.*, the studies as studies.*, and the Craftax
+# adapter the scripts import as their sibling. bench/ and studies/ too, for the tests that import a tool or a study by
+# its own name (`import plan`, `from same_start import ...`).
+sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "studies")]
+from bench.variants import scripts
 
 DECLARED = {v.name: v for v in scripts()}
 SCRIPTS = {name: v.script for name, v in DECLARED.items()}
@@ -289,8 +291,8 @@ def learned_rest():
     return lambda variant: _runs["learned_rest", variant].result()
 
 
-from load_script import reset_torch_compile  # noqa: E402
-from sync_traps import HostSync, trapped_host_reads  # noqa: E402, F401  (the traps gpu-check uses; HostSync for the tests)
+from bench.compiler_caches import reset_torch_compile
+from bench.sync_traps import HostSync, trapped_host_reads  # noqa: F401  (the traps gpu-check uses; HostSync for the tests)
 
 
 @pytest.fixture

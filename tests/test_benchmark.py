@@ -19,11 +19,11 @@ from types import SimpleNamespace
 
 import pytest
 
+from bench.plan import load as load_plan
+from bench.presets import PRESETS
+from bench.run_records import KEPT_APART, XLA_ONE_THREAD
+from bench.variants import discover
 from conftest import DECLARED, ROOT, VARIANTS, in_background, load
-from plan import load as load_plan
-from presets import PRESETS
-from run_records import KEPT_APART, XLA_ONE_THREAD
-from variants import discover
 
 BENCHMARK = ROOT / "benchmark.sh"
 FAKE = ROOT / "tests" / "fixtures" / "fake_variant.py"
@@ -180,7 +180,7 @@ def test_iterations_replaces_the_presets_counts_and_keeps_a_variants_cap():
     flags += ["--sizes", "s,l"]
 
     def iterations(*more):
-        return {run[0].split("__seed")[0]: int(run[7]) for run in load_plan([*flags, *more]).runs}
+        return {run.name.split("__seed")[0]: int(run.iterations) for run in load_plan([*flags, *more]).runs}
 
     preset, given = iterations(), iterations("--iterations", "5")
     assert preset.keys() == given.keys()
@@ -196,7 +196,7 @@ def test_a_variants_own_restriction_stays_unless_variants_names_it():
     flags += ["--sizes", "s,m"]
 
     def cells(*more):
-        return {tuple(run[0].split("__")[:3]) for run in load_plan([*flags, *more]).runs}
+        return {tuple(run.name.split("__")[:3]) for run in load_plan([*flags, *more]).runs}
 
     assert {(v, e, z) for v, e, z in cells() if v.endswith("jax_linen")} == {
         ("overall/jax_linen", env, size) for env in ("CartPole-v1", "Craftax-Classic-Symbolic-v1") for size in "sm"

@@ -10,7 +10,9 @@ import subprocess
 
 import pytest
 
-import load_script
+from bench import load_script
+from bench.compiler_caches import warm_compiler_caches
+from bench.run_records import ALLOCATOR, XLA_ONE_THREAD
 from conftest import (
     EAGER_JAX_SLOW,
     JIT_VARIANTS,
@@ -25,8 +27,6 @@ from conftest import (
     run_script,
     tensorboard_events,
 )
-from load_script import warm_compiler_caches
-from run_records import ALLOCATOR, XLA_ONE_THREAD
 
 SCHEMA_KEYS = {
     "schema_version",

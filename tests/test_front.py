@@ -9,10 +9,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from report import front
 from test_plot import record, write  # a schema-1 record whose steady iteration is its `iteration`
-
-sys.path.insert(0, str(ROOT))
-from report import front  # noqa: E402
 
 ENVS = ["CartPole-v1", "Acrobot-v1", "Breakout-MinAtar"]
 
@@ -46,7 +44,7 @@ def make(tmp_path):
     sweep(tmp_path / "torch-sweep", {"jax_linen": 0.2, "linen_nojit": 4.0}, envs=["CartPole-v1"], seeds=(1, 2))
     sweep(tmp_path / "nojit-sweep", {"jax_linen": 0.1, "linen_nojit": 5.0}, envs=["CartPole-v1"])
     sweep(tmp_path / "gpu-sweep", {"jax_linen": 0.02, "torch_compile+graphs": 0.36}, device="NVIDIA Z", envs=ENVS[:2])
-    return front.answer(front.load(tmp_path))
+    return front.answer_columns(front.load(tmp_path))
 
 
 def cells(markdown: str) -> dict:
@@ -79,7 +77,7 @@ def test_a_base_source_gives_linens_seconds_and_every_per_run_statistic_from_one
     sweep(tmp_path / "torch-sweep", {"jax_linen": 0.2, "jax_nnx": 0.2, "torch": 0.6})
     sweep(tmp_path / "torch-sweep", {"jax_linen": 0.2, "jax_equinox": 0.3}, envs=["CartPole-v1"], seeds=(1, 2))
     sweep(tmp_path / "jax-sweep", {"jax_linen": 0.1, "jax_nnx": 0.12, "jax_equinox": 0.15}, model="EPYC 2")
-    table = cells(front.markdown(front.answer(front.load(tmp_path))))
+    table = cells(front.markdown(front.answer_columns(front.load(tmp_path))))
     s, zero = "size s, 3 gymnax environments", "iteration 0 at s (compilation)"
     assert table["jax_linen", s] == "1 (0.20 s an iteration)"  # the base sweep's Linen, not jax-sweep's 0.1 s
     assert table["jax_nnx", s] == "1.20 [1.20, 1.20]" and table["torch", s] == "3.00 [3.00, 3.00]"
@@ -114,7 +112,7 @@ def test_a_column_whose_source_mixes_machines_is_refused(tmp_path, columns, spli
     for name in ("nojit-sweep", "gpu-sweep"):
         sweep(tmp_path / name, {"jax_linen": 0.1})
     with pytest.raises(front.FrontError, match="torch-sweep: .* 2 machines"):
-        front.answer(front.load(tmp_path))
+        front.answer_columns(front.load(tmp_path))
 
 
 def test_every_source_and_page_it_cannot_read_is_named_in_one_refusal(tmp_path, columns, monkeypatch, capsys):
@@ -197,7 +195,7 @@ def test_the_readme_shows_the_table_the_committed_records_make():
     """README.md's answer table and the lines under it are answer.md as report.front makes it from the committed
     records today, and so is results/answer/answer.md: a number copied wrong, or left behind when a sweep is added
     or remade, fails here."""
-    result = front.answer(front.load(ROOT / "results"))
+    result = front.answer_columns(front.load(ROOT / "results"))
     rerun = "rerun: python -m report.front --readme README.md"
     assert (ROOT / "results" / "answer" / "answer.md").read_text() == front.markdown(result, "../"), rerun
     readme = (ROOT / "README.md").read_text()

@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-import gpu_check
+from bench import gpu_check
+from bench.gpu_check import COLUMNS, Row, judge, returns_differ, rows_for, sleep_verdict
+from bench.gpu_preflight import SKIPPED, checks, compiler_check, driver_check, find_compiler
 from conftest import ROOT, VARIANTS, in_background, needs
-from gpu_check import COLUMNS, Row, judge, returns_differ, rows_for, sleep_verdict
-from gpu_preflight import SKIPPED, checks, compiler_check, driver_check, find_compiler
 
 # What the preflight's probe finds on a CPU machine, and on a GPU machine with requirements-gpu.txt installed.
 CPU = {"torch": "2.13.0+cpu", "torch_cuda": None, "torch_gpu": False, "jax": "0.10.2", "jax_cuda": None, "jax_platform": "cpu"}

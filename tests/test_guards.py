@@ -10,13 +10,11 @@ import sys
 
 import pytest
 
-import load_script
+from bench import load_script, outputs
+from bench.run_records import write_failure
 from conftest import ROOT, in_background
-from run_records import write_failure
+from report import figures, front
 from test_plot import plot, record, write  # plot.py loaded as a module; a schema-1 record plot.py reads
-
-sys.path.insert(0, str(ROOT))
-from report import figures, front  # noqa: E402
 
 
 def a_sweep(directory):
@@ -123,7 +121,7 @@ def test_the_tools_output_rule(tmp_path, monkeypatch):
     (tmp_path / "notes.txt").write_text("")
     (tmp_path / "kept.json").write_text("{}")
     (tmp_path / "kept.json").chmod(0o444)
-    problem = load_script.out_problem
+    problem = outputs.out_problem
     assert problem("") == "the path is empty"
     assert problem("new/") == "new/ names a directory; name a file"
     assert problem("notes.txt/") == "notes.txt/ names a directory; name a file"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.host_cost import CALLS, median_interval
 from conftest import ROOT, in_background
-from host_cost import CALLS, median_interval
 from test_plot import plot, record, write  # plot.py loaded as a module; a schema-1 record plot.py reads
 
 TOOL = [sys.executable, str(ROOT / "bench" / "host_cost.py")]
@@ -128,7 +128,7 @@ def test_a_script_loaded_by_the_tools_makes_a_craftax_env_as_it_does_when_run(tm
     """bench/host_cost.py (and the studies) load the scripts by path, from another directory: the Craftax adapter the
     scripts import as their sibling must still be found."""
     code = (
-        f"import sys; sys.path.insert(0, {str(ROOT / 'bench')!r}); from load_script import load; "
+        f"import sys; sys.path.insert(0, {str(ROOT)!r}); from bench.load_script import load; "
         "env, params = load('ppo_torch.py', 'loaded').make_env('Craftax-Classic-Symbolic-v1'); "
         "print(env.action_space(params).n)"
     )

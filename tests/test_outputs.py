@@ -6,7 +6,7 @@ import functools
 
 import pytest
 
-import load_script
+from bench import load_script, outputs
 
 # tool -> its arguments but --out (DIR for plot.py: the temporary directory), and whether --out names a directory
 TOOLS = {
@@ -54,5 +54,5 @@ def test_a_result_whose_write_fails_leaves_no_temporary_file(tmp_path):
     target = tmp_path / "result.json"
     target.mkdir()  # a directory where the file should go: the rename onto it fails after the text is written
     with pytest.raises(OSError):
-        load_script.write_atomic(target, "{}")
+        outputs.write_atomic(target, "{}")
     assert [p.name for p in tmp_path.iterdir()] == ["result.json"] and not any(target.iterdir())

@@ -13,9 +13,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, in_background
-
-sys.path.insert(0, str(ROOT))  # report/: `python plot.py` finds it beside plot.py, a test loading plot.py by path here
-from report import learning, learning_markdown, records, timing  # noqa: E402
+from report import learning, learning_markdown, records, timing
 
 spec = importlib.util.spec_from_file_location("benchback_plot", ROOT / "plot.py")
 plot = importlib.util.module_from_spec(spec)

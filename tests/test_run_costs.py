@@ -1,17 +1,13 @@
 """bench/run_costs.py: the estimate a sweep prints before it starts, from the costs of runs measured before."""
 
-import importlib.util
 import json
 import subprocess
 import sys
 
 import pytest
 
+from bench import run_costs
 from conftest import ROOT
-
-spec = importlib.util.spec_from_file_location("run_costs", ROOT / "bench" / "run_costs.py")
-run_costs = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(run_costs)
 
 TABLE = {
     "cpu": "Test CPU",

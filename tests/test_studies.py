@@ -3,6 +3,7 @@ rename in a script must fail here rather than the next time someone runs the stu
 so opt-in with the other slow tests: python -m pytest -m slow tests/test_studies.py"""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -36,6 +37,13 @@ STUDIES = {
     ),
 }
 
+# a study runs as a module of the root's studies package, from any directory
+ROOT_ON_PATH = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def study_command(study: str) -> list:
+    return [sys.executable, "-m", f"studies.{study}"]
+
 
 @pytest.mark.slow
 @pytest.mark.parametrize("study", sorted(STUDIES))
@@ -45,8 +53,9 @@ def test_a_study_runs_and_writes_its_result(study, tmp_path):
         pytest.skip(f"variant script missing: {variant}")
     out = tmp_path / "result.json"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "studies" / f"{study}.py"), *flags, "--out", str(out)],
+        [*study_command(study), *flags, "--out", str(out)],
         cwd=tmp_path,
+        env=ROOT_ON_PATH,
         capture_output=True,
         text=True,
         timeout=600,
@@ -63,7 +72,7 @@ def test_torch_compile_parts_names_the_functions_the_script_compiles():
     after no such function would never be compiled, and the study would time eager code under its name."""
     import ast
 
-    from torch_compile_parts import PARTS
+    from studies.torch_compile_parts import PARTS
 
     tree = ast.parse((ROOT / "ppo_torch_compile.py").read_text())
     handed = {
@@ -83,9 +92,10 @@ def test_torch_compile_parts_names_the_functions_the_script_compiles():
 @needs("torch_compile")
 def test_torch_compile_parts_runs_a_part_compiled_alone(tmp_path):
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "studies" / "torch_compile_parts.py"), "--parts", "critic", "--seeds", "1"]
+        [*study_command("torch_compile_parts"), "--parts", "critic", "--seeds", "1"]
         + ["--iterations", "2", "--out", str(tmp_path)],
         cwd=tmp_path,
+        env=ROOT_ON_PATH,
         capture_output=True,
         text=True,
         timeout=600,
@@ -109,8 +119,7 @@ def test_the_craftax_study_reads_the_sweeps_craftax_runs_and_plays_a_random_poli
     out = tmp_path / "result.json"
     proc = subprocess.run(
         [
-            sys.executable,
-            str(ROOT / "studies" / "expensive_env.py"),
+            *study_command("expensive_env"),
             str(records),
             "--random-envs",
             "4",
@@ -118,6 +127,7 @@ def test_the_craftax_study_reads_the_sweeps_craftax_runs_and_plays_a_random_poli
             "300",
         ]
         + ["--out", str(out)],
+        env=ROOT_ON_PATH,
         capture_output=True,
         text=True,
         timeout=600,
@@ -131,7 +141,7 @@ def test_the_craftax_study_reads_the_sweeps_craftax_runs_and_plays_a_random_poli
 
 def test_run_settings_gives_each_settings_ratio_and_its_effect_on_the_multiple_of_linens_time():
     """Linen twice as slow under a setting and torch unchanged: torch's multiple of Linen's halves under it."""
-    from run_settings import ratios
+    from studies.run_settings import ratios
 
     seconds = {
         "jax_linen": {"scripts_own": [1.0, 2.0, 1.5], "keep_freed": [2.0, 4.0, 3.0]},
@@ -176,7 +186,7 @@ def test_run_settings_refuses_one_core_to_a_process_that_has_one(tmp_path):
 def assert_refused(study, flags, problem, tmp_path, prefix=()):
     """The study, run with these flags (after the prefix command), is refused in one line, exit 2, nothing written."""
     out = tmp_path / "result.json"
-    command = [*prefix, sys.executable, str(ROOT / "studies" / f"{study}.py"), *flags, "--out", str(out)]
-    proc = subprocess.run(command, capture_output=True, text=True)
+    command = [*prefix, *study_command(study), *flags, "--out", str(out)]
+    proc = subprocess.run(command, capture_output=True, text=True, env=ROOT_ON_PATH)
     assert proc.returncode == 2 and problem in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
     assert not out.exists()

@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
+from bench.run_records import run_setting, settings_of
+from bench.variants import VariantError, compile_pairs, discover, scripts, setting_name
 from conftest import ROOT, SCRIPTS
-from run_records import run_setting, settings_of
 from test_plot import record, records, write
-from variants import VariantError, compile_pairs, discover, scripts, setting_name
 
 NEW = "jax_scratch"  # the scratch variant: ppo_jax_scratch.py, a copy of ppo_jax_linen.py
 
