@@ -20,6 +20,10 @@ ROOT = Path(__file__).resolve().parent.parent
 # threads of one process would take the cores the others need, several times slower in all.
 # Set before anything loads torch; the scripts' processes inherit it.
 os.environ["GOMP_SPINCOUNT"] = "0"
+# Inductor compiles in a pool of worker processes by default (one per core), each importing torch first: about 10 s of
+# CPU per process that compiles, on 2 cores shared with the runs beside it, for no gain. In this process and the
+# scripts it starts, inductor compiles in the process itself; what it generates is the same.
+os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
 
 # The variants are the ppo_*.py scripts, each with what it declares of itself (bench/variants.py). Every test
 # parametrized over VARIANTS runs once per script.
