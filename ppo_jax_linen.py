@@ -376,7 +376,7 @@ def parse_hidden(text: str) -> tuple[int, ...]:
 
 def check_writable(path: str) -> None:
     """--json-out must name a file that can be written: found out before the run, not after it. The tools' rule
-    (bench/load_script.py): no empty path, no directory's name ("new/"), no file its mode makes read-only."""
+    (bench/outputs.py): no empty path, no directory's name ("new/"), no file its mode makes read-only."""
     if not path:
         raise UsageError("--json-out is empty; name a file, such as 'run.json'")
     if os.path.isdir(path) or path.endswith(os.sep):  # "new/" names a directory, absent or not

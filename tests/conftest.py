@@ -28,9 +28,7 @@ os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
 # The variants are the ppo_*.py scripts, each with what it declares of itself (bench/variants.py). Every test
 # parametrized over VARIANTS runs once per script.
 # The root is on the path (pytest.ini's pythonpath): the tools as bench.*, the studies as studies.*, and the Craftax
-# adapter the scripts import as their sibling. bench/ and studies/ too, for the tests that import a tool or a study by
-# its own name (`import plan`, `from same_start import ...`).
-sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "studies")]
+# adapter the scripts import as their sibling.
 from bench.variants import scripts
 
 DECLARED = {v.name: v for v in scripts()}

@@ -747,20 +747,16 @@ def stub_python(tmp_path: Path) -> tuple[str, Path]:
 
 def start(flags, env, ignored=()) -> subprocess.Popen:
     """The sweep in a session of its own, with SIGINT and SIGHUP at their defaults, or ignored where named (as a
-    script's background job starts with SIGINT ignored, nohup with SIGHUP), whatever this test run was given."""
-
-    def signals():
-        for sig in (signal.SIGINT, signal.SIGHUP):
-            signal.signal(sig, signal.SIG_IGN if sig in ignored else signal.SIG_DFL)
-
+    script's background job starts with SIGINT ignored, nohup with SIGHUP), whatever this test run was given (set by
+    env(1), not a preexec_fn: this process has JAX's threads, which a fork in Python would warn of)."""
+    dispositions = ["--default-signal=INT,HUP", *(f"--ignore-signal={signal.Signals(s).name[3:]}" for s in ignored)]
     return subprocess.Popen(
-        ["bash", str(BENCHMARK), *flags],
+        ["env", *dispositions, "bash", str(BENCHMARK), *flags],
         env={**os.environ, **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
-        preexec_fn=signals,
     )
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from conftest import JIT_VARIANTS, load, needs
-from same_start import start_from_linen, with_layers  # studies/, on the path conftest sets
+from studies.same_start import start_from_linen, with_layers
 
 # Short enough for eager execution (6 iterations of 32 envs x 32 steps, 16 gradient steps each),
 # with a learning rate high enough that CartPole returns clearly rise within it.

@@ -4,18 +4,15 @@ on gymnax, nothing compiled after iteration 0, bad combinations refused before a
 the stacks experiment."""
 
 import json
-import sys
 import types
 
 import pytest
 
+from bench import plan
+from bench.variants import discover, setting_name
 from conftest import QUIET, ROOT, SHORT_ARGS, TORCH_VARIANTS, load, needs, read_json
-
-sys.path.insert(0, str(ROOT))
-import plan  # noqa: E402
-from report import timing  # noqa: E402
-from report.records import load_runs  # noqa: E402
-from variants import discover, setting_name  # noqa: E402
+from report import timing
+from report.records import load_runs
 
 STACK_ENVS = ["CartPole-v1", "Acrobot-v1"]
 
@@ -99,8 +96,8 @@ def test_the_stacks_experiment_runs_each_script_beside_its_stacks_in_every_block
     with_stacks = {v.split("+")[0] for v in stacks}
     blocks = {}
     for run in loaded.runs:
-        blocks.setdefault((run[2], run[6], run[4]), []).append(plan.variant_of(run))
-        assert "--sync-timing" in run[8].split()
+        blocks.setdefault((run.env, run.size, run.seed), []).append(run.variant)
+        assert "--sync-timing" in run.flags.split()
     assert {(env, size) for env, size, _ in blocks} == {(e, z) for e in STACK_ENVS for z in ("s", "m")}
     assert {seed for _, _, seed in blocks} == {1, 2, 3}
     for names in blocks.values():
@@ -109,11 +106,11 @@ def test_the_stacks_experiment_runs_each_script_beside_its_stacks_in_every_block
 
 def test_the_stacks_run_where_torch_envs_has_the_environment():
     import torch_envs
-    from presets import STACK_ENVS
+    from bench.presets import STACK_ENVS
 
     assert list(torch_envs.ENVS) == STACK_ENVS
     loaded = plan.load(["--preset", "gpu", "--experiments", "stacks", "--dry-run"])
-    assert {(run[2], run[6]) for run in loaded.runs} == {("CartPole-v1", size) for size in "sml"}
+    assert {(run.env, run.size) for run in loaded.runs} == {("CartPole-v1", size) for size in "sml"}
 
 
 def test_a_stack_may_be_named_as_a_variant_and_an_unknown_one_is_refused():
