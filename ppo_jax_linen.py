@@ -638,7 +638,7 @@ class Log:
             "status": "ok",
             **{name: getattr(args, name) for name in ("env_id", "seed", "matmul_precision", "sync_timing")},  # also in args
             "env_backend": "gymnax",
-            "rollout": args.rollout,  # scan, or python (a Python loop over the steps)
+            "rollout": args.rollout,  # own: scan, or python (a Python loop over the steps)
             "hidden": list(parse_hidden(args.hidden)),
             "args": dataclasses.asdict(args),
             "device": gpu["name"] if gpu else "cpu",

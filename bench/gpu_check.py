@@ -221,14 +221,15 @@ class SleepDetector:
             self.hold.append(self.hand_over())
 
     def log_hook(self, original):
-        """Log.iteration, which the scripts call after each iteration, outside its timed region."""
+        """Log.iteration, which the scripts call after each iteration (Log.timed has kept its duration), outside its
+        timed region."""
 
-        def iteration(log, duration, phases, metrics):
-            if not log.durations:  # before the script counts iteration 0's compilations: the reading program's is one
+        def iteration(log, metrics):
+            if len(log.durations) == 1:  # before the script counts iteration 0's compilations: the reading program's is one
                 self.prepare()
-            original(log, duration, phases, metrics)
+            original(log, metrics)
             if len(log.durations) == log.num_iterations - 1:
-                self.arm(duration)
+                self.arm(log.durations[-1])
 
         return iteration
 

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT
 from test_benchmark import BENCHMARK, FAKE, listing, run_files
 
@@ -44,6 +46,7 @@ def part_of(stdout: str) -> tuple:
     return int(found.group(1)), int(found.group(2))
 
 
+@pytest.mark.slow  # about a minute of fake sweeps on 2 cores; test_part_next_says_when_every_part_is_done runs --part next by default
 def test_part_next_continues_on_a_second_machine_of_the_same_gpu_model_and_no_other(tmp_path):
     out = tmp_path / "out"
     elsewhere = gpu_machine(tmp_path / "first", host="first-gpu-host")
@@ -96,6 +99,7 @@ def test_part_next_says_when_every_part_is_done(tmp_path):
     assert listing(gpu_sweep(out, env, *flags, "--part", "next", "--dry-run").stdout) == []
 
 
+@pytest.mark.slow  # about a minute of fake sweeps on 2 cores; tests/test_variants.py holds the setting's flags by default
 def test_a_setting_made_by_the_environment_runs_under_it_beside_its_script_as_one_machine(tmp_path):
     """XLA's command buffers for loops: in the sync blocks beside each JAX script, never in overall; its runs get the
     setting's XLA_FLAGS after the sweep's own, and its records count as its script's machine, not stale, not another."""
