@@ -321,9 +321,8 @@ def train(args: Args) -> dict:
         stats |= dict(learning_rate=learning_rate, explained_variance=1 - jnp.var(returns - values) / jnp.var(returns))
         return runner, batch, stats
 
-    # An iteration is the rollout, collect and update, with no jax.jit: called directly, op by op. The harness (below)
-    # composes them, vmapped over the seeds with --num-seeds (jax.vmap batches each op), and timed apart with
-    # --sync-timing.
+    # An iteration is the rollout, collect and update, with no jax.jit: called op by op. The harness (below) composes
+    # them, vmapped over the seeds with --num-seeds (jax.vmap batches each op), and timed apart with --sync-timing.
     run = compile_iteration(
         lambda f: f,
         jax.vmap,
