@@ -285,13 +285,20 @@ def measure_calls(torch_module, env_id: str, hidden: str, num_envs: int, num_ste
             if policy is None:
                 results[f"rollout_step_{name}"] = skipped(GPU_ONLY)
                 continue
-            rollout_state, env_step = [runner], acting(torch_module, envs, policy)
+            rollout_state, env_step, kept = [runner], acting(torch_module, envs, policy), []
 
             def one_step():
+                # The envs drop the previous rollout's hand-overs when this one stacks, which train() may (its
+                # iteration has synchronized since); calls issued back to back keep them until the wait instead.
+                kept.extend(envs.previous)
                 rollout_state[0], traj = torch_module.rollout(rollout_state[0], env_step, envs, 1)
                 return traj
 
-            results[f"rollout_step_{name}"] = time_calls(one_step, sync, calls)
+            def wait(traj):
+                sync(traj)
+                kept.clear()
+
+            results[f"rollout_step_{name}"] = time_calls(one_step, wait, calls)
 
     # One minibatch step each way, on a batch of the shape a rollout of num_envs x num_steps makes.
     torch_args = torch_module.Args(env_id=env_id, num_envs=num_envs, num_steps=num_steps, hidden=hidden)
