@@ -488,7 +488,7 @@ def compile_iteration(jit, vmap, rollout, collect, update, args: Args):
             return collect(*models, runner, jax.tree.map(lambda *xs: jnp.concatenate(xs), *steps))
         return collect(*models, *rollout(*models, runner, args.num_steps))
 
-    def updated(*inputs):  # (*models, runner, batch)
+    def updated(*inputs):  # (*models, runner, batch): update under a name of its own, which its program takes
         return update(*inputs)
 
     def collect_and_update(*inputs):
@@ -496,7 +496,7 @@ def compile_iteration(jit, vmap, rollout, collect, update, args: Args):
         runner, losses = update(*inputs[: -2 if python else -1], runner, batch)
         return runner, {**stats, **losses}
 
-    step = compiled(lambda *inputs: rollout(*inputs, 1))
+    step = compiled(lambda *inputs: rollout(*inputs, 1)) if python else None
     first, second, whole = compiled(rollout_and_collect), compiled(updated), compiled(collect_and_update)
 
     def run(runner, rollout_done):
