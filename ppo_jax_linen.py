@@ -140,16 +140,6 @@ class Runner(NamedTuple):
     key: jax.Array
 
 
-def make_env(env_id: str):
-    """The environment and its parameters: gymnax's, or Craftax's through craftax_gymnax.py, the one module the
-    scripts share (imported for a Craftax id only: for gymnax's, this file runs alone)."""
-    if env_id.startswith("Craftax"):
-        import craftax_gymnax
-
-        return craftax_gymnax.make(env_id)
-    return gymnax.make(env_id)
-
-
 def step_envs(env, env_params, key, runner: Runner, action, logprob):
     """Step every env once (gymnax resets finished ones): the runner after the step, and the step's Transition."""
     keys = jax.random.split(key, action.shape[0])
@@ -275,10 +265,7 @@ def train(args: Args) -> dict:
         """What one seed trains from: its parameters, optimizer state, envs and keys."""
         key, init_key, reset_key = jax.random.split(jax.random.key(seed), 3)
         obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
-        # gymnax's reset leaves some fields weakly typed (MountainCar's velocity is jnp.array(0.0)) and a step
-        # makes them strong: a jitted step would trace and compile again on its second call. Strong from the start
-        # (Craftax's state also holds typed PRNG keys, which have no weak type).
-        env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if getattr(x, "weak_type", False) else x, env_state)
+        env_state = strongly_typed(env_state)  # (below) so that a jitted step compiles once
         train_state = TrainState.create(apply_fn=agent.apply, params=agent.init(init_key, obs), tx=tx)
         episode = EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
         return Runner(train_state, env_state, obs, episode, key)
@@ -291,8 +278,7 @@ def train(args: Args) -> dict:
     runner = jax.device_put(runner, device)
 
     def collect(runner: Runner, traj: Transition):
-        """After the rollout: the critic, once, batched over all its observations; GAE: the flat batch and the episode
-        statistics."""
+        """After the rollout: the critic, once over all its observations; GAE: the flat batch, episode statistics."""
         obs = jnp.concatenate([traj.obs, traj.final_obs]).reshape(2 * batch_size, -1)
         values, next_values = agent.apply(runner.train_state.params, obs, method="value").reshape(2, args.num_steps, -1)
         terminated = traj.terminated if args.bootstrap_truncation else jnp.logical_or(traj.terminated, traj.truncated)
@@ -322,8 +308,7 @@ def train(args: Args) -> dict:
         with log.timed(iteration) as rollout_done:  # the harness's timer, and its checks that nothing syncs
             runner, metrics = run(runner, rollout_done)
         log.iteration(jax.device_get(metrics))
-    param_count = sum(x.size for x in jax.tree.leaves(runner.train_state.params)) // args.num_seeds  # one seed's
-    return log.record(param_count, num_iterations * grad_steps_per_iteration, {"jax": str(device)}, gpu_info(device))
+    return log.record(runner.train_state.params)
 
 
 # ---------------------------------------------------------------- benchmark harness
@@ -365,6 +350,22 @@ TOOLING = {  # own
 
 class UsageError(ValueError):
     """Bad input: reported in one line, exit code 2, nothing written."""
+
+
+def make_env(env_id: str):
+    """gymnax's environment and its parameters, or Craftax's from craftax_gymnax.py (imported for a Craftax id only)."""
+    if env_id.startswith("Craftax"):
+        import craftax_gymnax
+
+        return craftax_gymnax.make(env_id)
+    return gymnax.make(env_id)
+
+
+def strongly_typed(env_state):
+    """gymnax's reset leaves some fields weakly typed (MountainCar's velocity is jnp.array(0.0)) and a step makes them
+    strong: a jitted step would trace and compile again on its second call. Strong from the start (Craftax's state also
+    holds typed PRNG keys, which have no weak type)."""
+    return jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if getattr(x, "weak_type", False) else x, env_state)
 
 
 def parse_hidden(text: str) -> tuple[int, ...]:
@@ -621,8 +622,8 @@ class Log:
         if done == 1:
             self.compiles_after_first = len(COMPILES)
 
-    def record(self, param_count: int, grad_steps: int, devices: dict, gpu: Optional[dict]) -> dict:
-        """The JSON record (schema 2, README "The record"); the arguments are what only train() knows."""
+    def record(self, params) -> dict:
+        """The JSON record (schema 2, README "The record") of a run that trained `params` (every seed's)."""
         if self.writer:
             self.writer.close()
         libraries = LIBRARIES + ("craftax",) * self.args.env_id.startswith("Craftax")
@@ -632,6 +633,7 @@ class Log:
         last = [(r[-10:].sum(), n[-10:].sum()) for r, n in zip(returns.T, episodes.T)]
         final = [float(r / n) if n else None for r, n in last]
         one = args.num_seeds == 1  # one seed: a list of numbers; several: a list per seed
+        gpu = gpu_info(self.device)
         return {
             "schema_version": 2,
             "variant": VARIANT,
@@ -642,7 +644,7 @@ class Log:
             "hidden": list(parse_hidden(args.hidden)),
             "args": dataclasses.asdict(args),
             "device": gpu["name"] if gpu else "cpu",
-            "devices": devices,
+            "devices": {"jax": str(self.device)},
             "gpu": gpu,
             "host": platform.node(),
             "cpu": cpu_info(),
@@ -650,9 +652,9 @@ class Log:
             "peak_host_memory_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # Linux counts KiB
             "versions": {"python": platform.python_version(), **{n: importlib.metadata.version(n) for n in libraries}},
             "git_commit": self.commit,
-            "param_count": param_count,
+            "param_count": sum(x.size for x in jax.tree.leaves(params)) // args.num_seeds,  # one seed's
             "env_steps": len(self.durations) * args.num_envs * args.num_steps,
-            "grad_steps": grad_steps,
+            "grad_steps": self.num_iterations * args.update_epochs * args.num_minibatches,
             "setup_duration": self.setup_duration,
             "iteration_durations": self.durations,
             "rollout_durations": [phases[0] for phases in self.phases] if args.sync_timing else None,

@@ -1,10 +1,9 @@
 """PPO on gymnax with PyTorch, eager: the torch variant of benchback.
 
-Read it beside ppo_jax_linen.py (same Args, sections and PPO details) or CleanRL's ppo.py. The environments
-stay in JAX, one jitted, vmapped gymnax step per rollout step; actions go to JAX and observations come back
-through DLPack without a copy, and the other env outputs stay in JAX until the rollout ends. Network, GAE,
-loss and Adam are PyTorch, run op by op from Python (eager); ppo_torch_compile.py is the same with torch.compile.
-PPO is everything above the harness line; `train` holds its loop.
+Read it beside ppo_jax_linen.py (same Args, sections and PPO details) or CleanRL's ppo.py.
+The environments stay in JAX, one jitted, vmapped gymnax step per rollout step; actions go to JAX and observations
+come back through DLPack without a copy, the other env outputs once a rollout. PPO is everything above the harness
+line; `train` holds its loop. Network, GAE, loss and Adam run op by op from Python (eager).
 
     python ppo_torch.py --env-id CartPole-v1 --hidden 256,256,256
 """
@@ -115,8 +114,7 @@ class Agent(nn.Module):
         self.critic = MLP(obs_dim, hidden, 1, out_gain=1.0)
 
     def forward(self, obs):
-        x = obs.reshape(obs.shape[0], -1).float()
-        return self.actor(x), self.critic(x).squeeze(-1)
+        return self.logits(obs), self.value(obs)
 
     def logits(self, obs):  # acting needs the actor alone
         return self.actor(obs.reshape(obs.shape[0], -1).float())
@@ -155,16 +153,6 @@ class Runner(NamedTuple):  # what a rollout starts from: the envs' state, and th
     obs: torch.Tensor
 
 
-def make_env(env_id: str):
-    """The environment and its parameters: gymnax's, or Craftax's through craftax_gymnax.py, the one module the
-    scripts share (imported for a Craftax id only: for gymnax's, this file runs alone)."""
-    if env_id.startswith("Craftax"):
-        import craftax_gymnax
-
-        return craftax_gymnax.make(env_id)
-    return gymnax.make(env_id)
-
-
 class GymnaxState(NamedTuple):  # JAX arrays, on the JAX device
     env_state: object
     episode: EpisodeStats
@@ -172,45 +160,35 @@ class GymnaxState(NamedTuple):  # JAX arrays, on the JAX device
 
 
 class GymnaxEnvs:
-    """num_envs of gymnax's environments, stepped from torch: reset(seed) -> (state, obs), step(state, action) ->
-    (state, obs, EnvStep), stack(steps) -> Transition, as torch_envs.py's environments are. A step is one jitted JAX
-    call: the action goes to JAX and the observation comes back through DLPack without a copy; the other outputs stay
-    in JAX until stack() hands a rollout's over at once."""
+    """num_envs of gymnax's environments, stepped from torch with torch_envs.py's interface: reset(seed) -> (state, obs),
+    step(state, action) -> (state, obs, EnvStep), stack(steps) -> Transition. A step is one jitted JAX call; action and
+    observation cross by DLPack without a copy, the other outputs stay in JAX until stack() hands a rollout's over."""
 
     def __init__(self, env_id: str, num_envs: int, jax_device):
         self.env, self.env_params = make_env(env_id)
         self.num_envs, self.jax_device = num_envs, jax_device
         self.num_actions = self.env.action_space(self.env_params).n
         self.jax_step = jax.jit(self.step_envs)
-        # one array per field from a rollout's per-step outputs: one call, not one per step and field
-        self.stack_steps = jax.jit(lambda outputs: jax.tree.map(lambda *steps: jnp.stack(steps), *outputs))
-        # Every buffer handed between the frameworks: neither allocator knows the other's stream, so a buffer freed on
-        # the host once its last reference goes could be reused while a kernel queued on the other stream still reads
-        # it. A rollout's are kept until the next rollout's end, by when its iteration's synchronize has passed.
+        self.stack_steps = jax.jit(lambda outputs: jax.tree.map(lambda *steps: jnp.stack(steps), *outputs))  # one call
+        # Neither allocator knows the other's stream: a buffer handed over and freed could be reused while a kernel queued
+        # on the other stream still reads it. A rollout's are kept to the next one's end, past its iteration's sync.
         self.handed_over, self.previous = [], []
 
     def reset(self, seed: int):
         key, _, reset_key = jax.random.split(jax.random.key(seed), 3)  # as the JAX scripts split it: the same worlds
-        obs, env_state = jax.vmap(self.env.reset, in_axes=(0, None))(
-            jax.random.split(reset_key, self.num_envs), self.env_params
-        )
-        # gymnax's reset leaves some fields weakly typed (MountainCar's velocity is jnp.array(0.0)) and a step
-        # makes them strong: a jitted step would trace and compile again on its second call. Strong from the start
-        # (Craftax's state also holds typed PRNG keys, which have no weak type).
-        env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if getattr(x, "weak_type", False) else x, env_state)
+        reset = jax.vmap(self.env.reset, in_axes=(0, None))  # one key per env; the same params
+        obs, env_state = reset(jax.random.split(reset_key, self.num_envs), self.env_params)
         episode = EpisodeStats(jnp.zeros(self.num_envs), jnp.zeros(self.num_envs, jnp.int32))
-        # committed to the device from the start: a change of placement would retrace the step
-        state, obs = jax.device_put((GymnaxState(env_state, episode, key), obs), self.jax_device)
+        # strongly typed (below), and committed to the device from the start: either change would retrace the step
+        state, obs = jax.device_put((GymnaxState(strongly_typed(env_state), episode, key), obs), self.jax_device)
         self.handed_over.append(obs)
         return state, torch.from_dlpack(obs)
 
     def step_envs(self, state: GymnaxState, action):
         """Step every env once (gymnax resets finished ones), in JAX: the state after it, the observation, the rest."""
         key, step_key = jax.random.split(state.key)
-        step = jax.vmap(self.env.step, in_axes=(0, 0, 0, None))  # one key, state and action per env; the same params
-        obs, env_state, reward, terminated, truncated, info = step(
-            jax.random.split(step_key, self.num_envs), state.env_state, action, self.env_params
-        )
+        keys, step = jax.random.split(step_key, self.num_envs), jax.vmap(self.env.step, in_axes=(0, 0, 0, None))
+        obs, env_state, reward, terminated, truncated, info = step(keys, state.env_state, action, self.env_params)
         done = jnp.logical_or(terminated, truncated)
         returns, lengths = state.episode.returns + reward, state.episode.lengths + 1
         finished = EpisodeStats(jnp.where(done, returns, 0.0), jnp.where(done, lengths, 0))
@@ -237,20 +215,9 @@ class GymnaxEnvs:
         return Transition(*taken, *jax.tree.map(torch.from_dlpack, outputs))
 
 
-def make_envs(args: Args, device: torch.device, jax_device):
-    """The environments on --env-backend, behind one interface; torch_envs.py only when asked for (with gymnax's
-    environments, this file runs alone)."""
-    if args.env_backend == "gymnax":
-        return GymnaxEnvs(args.env_id, args.num_envs, jax_device)
-    import torch_envs
-
-    return torch_envs.make_for_ppo(args.env_backend, args.env_id, args.num_envs, device, args.seed)
-
-
 def policy_step(agent: Agent, obs):
-    """Sample actions from softmax(logits) as torch.multinomial(probs, 1) does (what CleanRL's Categorical.sample
-    calls): argmax(probs / q) with q ~ Exp(1), the same random draws. Written out because multinomial first checks
-    the probabilities on the host, a sync on GPU at every step."""
+    """Sample as torch.multinomial(probs, 1) does (under CleanRL's Categorical.sample): argmax(probs / q), q ~ Exp(1),
+    the same draws. Written out because multinomial checks the probabilities on the host: a GPU sync every step."""
     logprobs = agent.logits(obs).log_softmax(-1)
     q = torch.empty_like(logprobs).exponential_()
     action = (logprobs.exp() / q).argmax(-1)
@@ -269,11 +236,9 @@ def rollout(runner: Runner, env_step, envs, num_steps: int):
 # ---------------------------------------------------------------- compute_gae
 def compute_gae(rewards, values, bootstrap_values, terminated, truncated, gamma, gae_lambda):
     """GAE over (num_steps, num_envs) tensors. bootstrap_values[t] is V of the observation step t reached before any
-    reset: a truncation is bootstrapped, only a termination cuts the value off; either one ends the episode, which
-    stops the advantage from flowing back across it. advantage[t] = delta[t] + discount[t] * advantage[t + 1] is
-    solved by doubling, not by CleanRL's loop backwards over the steps: after the round with shift k, advantage[t]
-    holds its terms from steps t .. t+2k-1 and discount[t] the product of their discounts. log2(num_steps) rounds of
-    whole-tensor ops: on a GPU a few dozen kernel launches, where the loop takes about 3 * num_steps."""
+    reset: a truncation is bootstrapped, only a termination cuts the value off; either ends the episode, which stops the
+    advantage from flowing back. advantage[t] = delta[t] + discount[t] * advantage[t + 1], solved by doubling, not
+    CleanRL's loop back over the steps: log2(num_steps) rounds of whole-tensor ops, where the loop launches 3 a step."""
     advantages = rewards + gamma * bootstrap_values * (1.0 - terminated.float()) - values
     discounts = gamma * gae_lambda * (1.0 - (terminated | truncated).float())
     shift = 1
@@ -295,16 +260,14 @@ class Batch(NamedTuple):
 
 
 def make_batch(traj: Transition, critic, args: Args):
-    """The critic, once, batched over the rollout's observations and final observations; GAE: the flat batch, and
-    the episode statistics."""
+    """The critic, once over the rollout's observations and final observations; GAE: the flat batch, episode statistics."""
     obs = torch.cat([traj.obs, traj.final_obs]).flatten(0, 1)
     values, next_values = critic(obs).view(2, args.num_steps, -1)
     terminated = traj.terminated if args.bootstrap_truncation else traj.terminated | traj.truncated
     advantages, returns = compute_gae(
         traj.reward, values, next_values, terminated, traj.truncated, args.gamma, args.gae_lambda
     )
-    batch = Batch(traj.obs, traj.action, traj.logprob, values, advantages, returns)
-    batch = Batch(*(x.flatten(0, 1) for x in batch))  # (num_steps * num_envs, ...)
+    batch = Batch(*(x.flatten(0, 1) for x in (traj.obs, traj.action, traj.logprob, values, advantages, returns)))
     episodes, finished = (traj.terminated | traj.truncated).sum(), traj.finished
     stats = dict(episodes=episodes, return_sum=finished.returns.sum(), length_sum=finished.lengths.sum())
     stats["explained_variance"] = 1 - (returns - values).var(correction=0) / returns.var(correction=0)
@@ -319,8 +282,7 @@ def ppo_loss(logits, value, mb: Batch, args: Args):
     entropy = -(logprobs.exp() * logprobs).sum(-1).mean()
     logratio = newlogprob - mb.logprob
     ratio = logratio.exp()
-    # population std (correction=0), as jnp.std: the variants normalize identically
-    advantage = (mb.advantage - mb.advantage.mean()) / (mb.advantage.std(correction=0) + 1e-8)
+    advantage = (mb.advantage - mb.advantage.mean()) / (mb.advantage.std(correction=0) + 1e-8)  # as jnp.std
     pg_loss = torch.max(-advantage * ratio, -advantage * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)).mean()
     v_loss = (value - mb.returns) ** 2
     if args.clip_vloss:
@@ -351,8 +313,8 @@ def minibatch_step(agent: Agent, optimizer, batch: Batch, index, args: Args):
     loss.backward()
     nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
     optimizer.step()
-    # Gradients are cleared after the step, so that every call starts without any (torch_compile then
-    # compiles one version), and by the module: optimizer.zero_grad() does the same, but dynamo skips it.
+    # Cleared after the step, so that every call starts without gradients (compiled: one version), and by the module:
+    # optimizer.zero_grad() does the same, but dynamo skips it.
     agent.zero_grad()
     return torch.stack([info[name] for name in LOSS_METRICS])
 
@@ -376,16 +338,13 @@ def train(args: Args) -> dict:
     hidden, device, jax_device = check_args(args)
     jax.config.update("jax_default_device", jax_device)
     torch.set_float32_matmul_precision(args.matmul_precision)  # highest: float32; high: TF32, as JAX's tensorfloat32
-    batch_size = args.num_envs * args.num_steps
-    num_iterations = args.total_timesteps // batch_size
+    num_iterations = args.total_timesteps // (args.num_envs * args.num_steps)
 
-    envs = make_envs(args, device, jax_device)
-    env_state, obs = envs.reset(args.seed)
-    runner = Runner(env_state, obs)
+    envs = make_envs(args, device, jax_device)  # gymnax's (above), or on --env-backend torch_envs.py's (below)
+    runner = Runner(*envs.reset(args.seed))
     torch.manual_seed(args.seed)  # after the envs: their resets draw from a generator of their own
-    agent = Agent(int(np.prod(obs.shape[1:])), hidden, envs.num_actions).to(device)
-    # The learning rate lives in a tensor that the schedule updates in place.
-    lr = torch.tensor(args.learning_rate, device=device)
+    agent = Agent(int(np.prod(runner.obs.shape[1:])), hidden, envs.num_actions).to(device)
+    lr = torch.tensor(args.learning_rate, device=device)  # a tensor, which the schedule updates in place
     optimizer = torch.optim.Adam(agent.parameters(), lr=lr, eps=1e-5, fused=True)
 
     def env_step(runner: Runner):
@@ -399,7 +358,7 @@ def train(args: Args) -> dict:
 
     critic = agent.value
 
-    log = Log(args, device, num_iterations, start)
+    log = Log(args, (device, jax_device), num_iterations, start)
     for iteration in range(num_iterations):
         if args.anneal_lr:  # CleanRL anneals once per iteration: the rate is constant within an update.
             lr.fill_(args.learning_rate * (1.0 - iteration / num_iterations))
@@ -410,10 +369,7 @@ def train(args: Args) -> dict:
             rollout_done()  # with --sync-timing, the rollout (and GAE) are timed apart from the update
             losses = update(learn_minibatch, batch, args)
         log.iteration({**stats, **losses, "learning_rate": lr})
-    param_count = sum(p.numel() for p in agent.parameters())
-    grad_steps = num_iterations * args.update_epochs * args.num_minibatches
-    devices = {"torch": str(device), "jax": str(jax_device)}
-    return log.record(param_count, grad_steps, devices, gpu_info(device, jax_device))
+    return log.record(agent.parameters())
 
 
 # ---------------------------------------------------------------- benchmark harness
@@ -456,6 +412,32 @@ TOOLING = {  # own
 
 class UsageError(ValueError):
     """Bad input: reported in one line, exit code 2, nothing written."""
+
+
+def make_env(env_id: str):
+    """gymnax's environment and its parameters, or Craftax's from craftax_gymnax.py (imported for a Craftax id only)."""
+    if env_id.startswith("Craftax"):
+        import craftax_gymnax
+
+        return craftax_gymnax.make(env_id)
+    return gymnax.make(env_id)
+
+
+def make_envs(args: Args, device: torch.device, jax_device):
+    """The environments on --env-backend, behind one interface: GymnaxEnvs, or torch_envs.py's (imported only when asked
+    for: with gymnax's environments, this file runs alone)."""
+    if args.env_backend == "gymnax":
+        return GymnaxEnvs(args.env_id, args.num_envs, jax_device)
+    import torch_envs
+
+    return torch_envs.make_for_ppo(args.env_backend, args.env_id, args.num_envs, device, args.seed)
+
+
+def strongly_typed(env_state):
+    """gymnax's reset leaves some fields weakly typed (MountainCar's velocity is jnp.array(0.0)) and a step makes them
+    strong: a jitted step would trace and compile again on its second call. Strong from the start (Craftax's state also
+    holds typed PRNG keys, which have no weak type)."""
+    return jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if getattr(x, "weak_type", False) else x, env_state)
 
 
 def parse_hidden(text: str) -> tuple[int, ...]:
@@ -639,8 +621,8 @@ jax.monitoring.register_event_listener(count_cache_event)
 class Log:
     """The untimed bookkeeping of the iterations: plan and progress lines, TensorBoard, the JSON record."""
 
-    def __init__(self, args: Args, device, num_iterations: int, start: float):
-        self.args, self.device, self.num_iterations, self.start = args, device, num_iterations, start
+    def __init__(self, args: Args, devices: tuple, num_iterations: int, start: float):
+        (self.device, self.jax_device), self.args, self.num_iterations, self.start = devices, args, num_iterations, start
         self.commit = run_quietly("git", "rev-parse", "HEAD")  # now, not at the end: the checkout may move
         self.durations, self.phases, self.finished = [], [], []
         run = f"runs/{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
@@ -652,7 +634,7 @@ class Log:
             text.close()
         if not args.quiet:
             plan = f"{num_iterations} iterations of {args.num_envs} envs x {args.num_steps} steps"
-            print(f"{VARIANT} on {device}: {args.env_id}, hidden {args.hidden}, {plan}")
+            print(f"{VARIANT} on {self.device}: {args.env_id}, hidden {args.hidden}, {plan}")
         self.setup_duration = time.perf_counter() - start
 
     @contextlib.contextmanager
@@ -707,14 +689,15 @@ class Log:
         if done == 1:
             self.compiles_after_first = len(COMPILES)
 
-    def record(self, param_count: int, grad_steps: int, devices: dict, gpu: Optional[dict]) -> dict:
-        """The JSON record (schema 2, README "The record"); the arguments are what only train() knows."""
+    def record(self, parameters) -> dict:
+        """The JSON record (schema 2, README "The record") of a run that trained `parameters`."""
         if self.writer:
             self.writer.close()
         libraries = LIBRARIES + ("craftax",) * self.args.env_id.startswith("Craftax")
         libraries += ("gymnasium",) * (self.args.env_backend == "gymnasium")
         args, last = self.args, self.finished[-10:]
         finished = sum(n for _, n in last)
+        gpu = gpu_info(self.device, self.jax_device)
         return {
             "schema_version": 2,
             "variant": VARIANT,
@@ -724,7 +707,7 @@ class Log:
             "hidden": list(parse_hidden(args.hidden)),
             "args": dataclasses.asdict(args),
             "device": gpu["name"] if gpu else "cpu",
-            "devices": devices,
+            "devices": {"torch": str(self.device), "jax": str(self.jax_device)},
             "gpu": gpu,
             "host": platform.node(),
             "cpu": cpu_info(),
@@ -732,9 +715,9 @@ class Log:
             "peak_host_memory_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # Linux counts KiB
             "versions": {"python": platform.python_version(), **{n: importlib.metadata.version(n) for n in libraries}},
             "git_commit": self.commit,
-            "param_count": param_count,
+            "param_count": sum(p.numel() for p in parameters),
             "env_steps": len(self.durations) * args.num_envs * args.num_steps,
-            "grad_steps": grad_steps,
+            "grad_steps": self.num_iterations * args.update_epochs * args.num_minibatches,
             "setup_duration": self.setup_duration,
             "iteration_durations": self.durations,
             "rollout_durations": [phases[0] for phases in self.phases] if args.sync_timing else None,
