@@ -73,7 +73,7 @@ Options:
                        stacks: those torch_envs.py has, CartPole-v1 and Acrobot-v1)
   --sizes LIST         from s (64,64), m (256x3), l (1024x6)
   --repeats N          seeds 1..N for every run
-  --iterations N       iterations of every timed run (overall, sync, compile; N >= 2), in place of the
+  --iterations N       iterations of every timed run (overall, sync, compile, stacks; N >= 2), in place of the
                        preset's per-size and per-environment counts (a variant's cap, linen_nojit's, stays)
   --experiments LIST   from overall,sync,compile,scaling,seeds,stacks,learn
   --timeout SECONDS    per-run time limit (default: the preset's)
@@ -234,8 +234,9 @@ run_one() {
   # after the run. --foreground keeps the run in our process group, so killing the group (a
   # crash, a CI job cancelled) kills the run too rather than leaving it behind; the run is
   # killed 30 s after its limit if it ignores the TERM. Its compiler caches are its own, and empty, or the
-  # sweep's (see "Compiler caches" above).
-  local caches=(TORCHINDUCTOR_CACHE_DIR="$RUN_CACHE/inductor" TRITON_CACHE_DIR="$RUN_CACHE/triton")
+  # sweep's (see "Compiler caches" above). A cold run has a TMPDIR of its own too: Inductor keeps its precompiled C++
+  # header in TMPDIR/torchinductor_USER, outside its cache directory on purpose (torch/_inductor/codecache.py, _HEADER_DIR).
+  local caches=(TORCHINDUCTOR_CACHE_DIR="$RUN_CACHE/inductor" TRITON_CACHE_DIR="$RUN_CACHE/triton" TMPDIR="$RUN_CACHE")
   [[ " ${WARM_EXPERIMENTS[*]} " != *" $R_EXP "* ]] || caches=(-u TORCH_COMPILE_FORCE_DISABLE_CACHES "${WARM_ENV[@]}")
   # A setting made by the environment (XLA's command buffers for loops): its value after the variable's own.
   local variant=${R_NAME#*/} setting=() pair name
@@ -282,9 +283,22 @@ claim_and_run() {
   if [[ $status == ok || $status == failed ]] && { is_done "$status" || (($(date -r "$file" +%s%6N) >= SWEEP_START)); }; then
     exec {fd}>&-; echo "skipped: already done ($status)"; return 3
   fi
+  [[ -z $TASK ]] || cpu_turn
   run_one "$1" || rc=$?
   exec {fd}>&-
+  [[ -z $CPU_TURN ]] || { exec {CPU_TURN}>&-; CPU_TURN=; }
   return "$rc"
+}
+
+# On a CPU, the --task runs of one OUT on one machine take turns: side by side each would slow the other's timing,
+# and their records would not say so. On a GPU each task has a device of its own.
+CPU_TURN=
+cpu_turn() {
+  ! nvidia-smi -L >/dev/null 2>&1 || return 0
+  exec {CPU_TURN}>>"$OUT/logs/cpu-$(hostname).lock"
+  flock -n "$CPU_TURN" && return 0
+  echo "waiting: another --task of this OUT is running on this machine's CPU (tasks on one CPU take turns)"
+  flock "$CPU_TURN"
 }
 
 # ---------------------------------------------------------------- the sweep, --task
@@ -329,13 +343,14 @@ measure_env_costs() {
   # The env-complexity x-axis of plot.py, at the training --num-envs of the timing experiments; and the floor under
   # the torch scripts' rollout (env steps and hand-overs, no network), which plot.py splits off their sync runs, with
   # the host's per-call costs and a trace of one torch iteration beside it (bench/host_cost.py).
-  ((${#COST_ENVS[@]})) || return 0
   local rc=0
-  # In the background, as the runs are (run_one): a signal is handled at once, and stops the measuring too.
-  "$PYTHON" "$ROOT/env_cost.py" --out "$OUT/env_cost.json" --num-envs "$NUM_ENVS" "${COST_ENVS[@]}" &
-  wait $! || rc=$?
-  ((rc != 2)) || die "bad --envs (see the error above); nothing was run"
-  ((rc == 0)) || echo "warning: env_cost.py failed (exit code $rc); plot.py will order environments by name"
+  if ((${#COST_ENVS[@]})); then  # (none where only the stacks experiment is timed; its floor is measured all the same)
+    # In the background, as the runs are (run_one): a signal is handled at once, and stops the measuring too.
+    "$PYTHON" "$ROOT/env_cost.py" --out "$OUT/env_cost.json" --num-envs "$NUM_ENVS" "${COST_ENVS[@]}" &
+    wait $! || rc=$?
+    ((rc != 2)) || die "bad --envs (see the error above); nothing was run"
+    ((rc == 0)) || echo "warning: env_cost.py failed (exit code $rc); plot.py will order environments by name"
+  fi
   ((${#HANDOVER_ENVS[@]})) || return 0
   rc=0
   "$PYTHON" "$ROOT/bench/host_cost.py" --out "$OUT/host_cost.json" --num-envs "$NUM_ENVS" --num-steps "$NUM_STEPS" \

@@ -317,8 +317,10 @@ def train(args: Args) -> dict:
 # every script of one framework, but for the lines marked "# own" (tests/test_harness.py holds the copies so).
 import contextlib
 import importlib.metadata
+import io
 import json
 import platform
+import re
 import resource
 import subprocess
 
@@ -616,9 +618,10 @@ class Log:
                 self.writer.add_scalar(f"losses/{name}", metrics[name], step)
         if not self.args.quiet:
             shown = "n/a" if mean_return is None else f"{mean_return:.1f}"
-            left = (self.num_iterations - done) * np.mean(self.durations[1:] or self.durations)
+            steady = self.durations[1:]  # iteration 0 compiles: the time left is estimated from the iterations after it
+            left = f"~{(self.num_iterations - done) * np.mean(steady):.0f}s left" if steady else "time left: after the next"
             elapsed = time.perf_counter() - self.start
-            print(f"iteration {done}/{self.num_iterations}  SPS {sps}  return {shown}  {elapsed:.0f}s, ~{left:.0f}s left")
+            print(f"iteration {done}/{self.num_iterations}  SPS {sps}  return {shown}  {elapsed:.0f}s, {left}")
         if done == 1:
             self.compiles_after_first = len(COMPILES)
 
@@ -724,8 +727,25 @@ def write_json_atomic(path: str, record: dict) -> None:
         raise
 
 
+def parse_args(argv: Optional[Sequence[str]]) -> Args:
+    """The command line as Args. tyro reports a bad one in a box of several lines: here it is one line, exit code 2."""
+    told = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(told):
+            return tyro.cli(Args, args=argv)
+    except SystemExit as e:
+        if e.code:
+            lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in told.getvalue().splitlines()]  # its colours out
+            lines = [re.sub(r"^[\s│╭╰]*─*\s*|\s*─*[\s│╮╯]*$", "", line) for line in lines]  # and its box
+            said = " ".join(line for line in lines if line.strip("─- ") and not line.startswith("For full helptext"))
+            told = io.StringIO(f"error: {said} (--help lists every flag)\n")
+        raise
+    finally:
+        sys.stderr.write(told.getvalue())
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = tyro.cli(Args, args=argv)
+    args = parse_args(argv)
     sys.stdout.reconfigure(line_buffering=True)  # each progress line at once, also into a pipe
     try:
         result = train(args)

@@ -74,8 +74,8 @@ class Args:
     """write TensorBoard logs to runs/{run_name}"""
     # The benchmark's, not PPO's: how the run is set up, timed and recorded.
     env_backend: Literal["gymnax", "torch", "gymnasium"] = "gymnax"
-    """gymnax (JAX, handed over by DLPack every step), torch (torch_envs.py: gymnax's dynamics in PyTorch on the
-    torch device) or gymnasium (its vector envs on the CPU); the last two have CartPole-v1 and Acrobot-v1"""
+    """gymnax: JAX's, handed over by DLPack every step; torch: torch_envs.py, gymnax's dynamics in PyTorch;
+    gymnasium: its vector envs on the CPU. torch and gymnasium have CartPole-v1 and Acrobot-v1."""
     matmul_precision: Literal["highest", "high"] = "highest"
     """float32 matmul precision: highest = float32 in every framework; high = TF32 on an NVIDIA GPU"""
     sync_timing: bool = False
@@ -347,9 +347,12 @@ def train(args: Args) -> dict:
     lr = torch.tensor(args.learning_rate, device=device)  # a tensor, which the schedule updates in place
     optimizer = torch.optim.Adam(agent.parameters(), lr=lr, eps=1e-5, fused=True)
 
+    def policy(obs):
+        return policy_step(agent, obs)
+
     def env_step(runner: Runner):
         """Act with the actor alone, then step every env: the runner after the step, and the step's Transition."""
-        action, logprob = policy_step(agent, runner.obs)
+        action, logprob = policy(runner.obs)
         env_state, obs, output = envs.step(runner.env_state, action)
         return Runner(env_state, obs), Transition(runner.obs, action, logprob, *output)
 
@@ -378,8 +381,10 @@ def train(args: Args) -> dict:
 # every script of one framework, but for the lines marked "# own" (tests/test_harness.py holds the copies so).
 import contextlib
 import importlib.metadata
+import io
 import json
 import platform
+import re
 import resource
 import subprocess
 
@@ -520,6 +525,13 @@ def check_args(args: Args):
     if args.json_out is not None:
         check_writable(args.json_out)
     check_limits(args)
+    if args.env_backend != "gymnax":
+        import torch_envs  # only when asked for; first, so that a wrong id is told this backend's ids alone
+
+        if args.env_id not in torch_envs.ENVS:
+            raise UsageError(
+                f"--env-backend {args.env_backend} has {' and '.join(torch_envs.ENVS)}, not --env-id {args.env_id}"
+            )
     supported = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]  # that one downloads MNIST when built
     supported += ["Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1"]  # Craftax's symbolic ones (pixels: textures)
     discrete = lambda env, env_params: isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete)
@@ -528,13 +540,6 @@ def check_args(args: Args):
         raise UsageError(f"unsupported --env-id {args.env_id!r}; supported ids: {', '.join(ids)}")
     if not discrete(*make_env(args.env_id)):  # to see its actions; train() makes its own
         raise UsageError(f"{args.env_id} has continuous actions; only discrete-action environments are supported")
-    if args.env_backend != "gymnax":
-        import torch_envs  # only when asked for: with gymnax's environments, this file runs alone
-
-        if args.env_id not in torch_envs.ENVS:
-            raise UsageError(
-                f"--env-backend {args.env_backend} has {' and '.join(torch_envs.ENVS)}, not --env-id {args.env_id}"
-            )
     if args.env_backend == "gymnasium" and args.sync_debug:
         raise UsageError(
             "--sync-debug cannot run with --env-backend gymnasium: its envs step on the host, which every step waits for"
@@ -625,7 +630,8 @@ class Log:
         (self.device, self.jax_device), self.args, self.num_iterations, self.start = devices, args, num_iterations, start
         self.commit = run_quietly("git", "rev-parse", "HEAD")  # now, not at the end: the checkout may move
         self.durations, self.phases, self.finished = [], [], []
-        run = f"runs/{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+        envs = "" if args.env_backend == "gymnax" else f"+{args.env_backend}"  # the environments' stack, if not gymnax
+        run = f"runs/{args.env_id}__{args.exp_name}{envs}__{args.seed}__{int(time.time())}"
         self.writer = Writer(run) if args.tensorboard else None
         if self.writer:  # the hyperparameters as a text summary, as CleanRL writes them
             table = "\n".join(["|param|value|", "|-|-|", *(f"|{k}|{v}|" for k, v in dataclasses.asdict(args).items())])
@@ -634,7 +640,7 @@ class Log:
             text.close()
         if not args.quiet:
             plan = f"{num_iterations} iterations of {args.num_envs} envs x {args.num_steps} steps"
-            print(f"{VARIANT} on {self.device}: {args.env_id}, hidden {args.hidden}, {plan}")
+            print(f"{VARIANT}{envs} on {self.device}: {args.env_id}, hidden {args.hidden}, {plan}")
         self.setup_duration = time.perf_counter() - start
 
     @contextlib.contextmanager
@@ -683,9 +689,10 @@ class Log:
                 self.writer.add_scalar(f"losses/{name}", metrics[name], step)
         if not self.args.quiet:
             shown = "n/a" if mean_return is None else f"{mean_return:.1f}"
-            left = (self.num_iterations - done) * np.mean(self.durations[1:] or self.durations)
+            steady = self.durations[1:]  # iteration 0 compiles: the time left is estimated from the iterations after it
+            left = f"~{(self.num_iterations - done) * np.mean(steady):.0f}s left" if steady else "time left: after the next"
             elapsed = time.perf_counter() - self.start
-            print(f"iteration {done}/{self.num_iterations}  SPS {sps}  return {shown}  {elapsed:.0f}s, ~{left:.0f}s left")
+            print(f"iteration {done}/{self.num_iterations}  SPS {sps}  return {shown}  {elapsed:.0f}s, {left}")
         if done == 1:
             self.compiles_after_first = len(COMPILES)
 
@@ -795,8 +802,25 @@ def write_json_atomic(path: str, record: dict) -> None:
         raise
 
 
+def parse_args(argv: Optional[Sequence[str]]) -> Args:
+    """The command line as Args. tyro reports a bad one in a box of several lines: here it is one line, exit code 2."""
+    told = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(told):
+            return tyro.cli(Args, args=argv)
+    except SystemExit as e:
+        if e.code:
+            lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in told.getvalue().splitlines()]  # its colours out
+            lines = [re.sub(r"^[\s│╭╰]*─*\s*|\s*─*[\s│╮╯]*$", "", line) for line in lines]  # and its box
+            said = " ".join(line for line in lines if line.strip("─- ") and not line.startswith("For full helptext"))
+            told = io.StringIO(f"error: {said} (--help lists every flag)\n")
+        raise
+    finally:
+        sys.stderr.write(told.getvalue())
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = tyro.cli(Args, args=argv)
+    args = parse_args(argv)
     sys.stdout.reconfigure(line_buffering=True)  # each progress line at once, also into a pipe
     try:
         result = train(args)

@@ -76,8 +76,8 @@ class Args:
     """write TensorBoard logs to runs/{run_name}"""
     # The benchmark's, not PPO's: how the run is set up, timed and recorded.
     env_backend: Literal["gymnax", "torch", "gymnasium"] = "gymnax"
-    """gymnax (JAX, handed over by DLPack every step), torch (torch_envs.py: gymnax's dynamics in PyTorch on the
-    torch device) or gymnasium (its vector envs on the CPU); the last two have CartPole-v1 and Acrobot-v1"""
+    """gymnax: JAX's, handed over by DLPack every step; torch: torch_envs.py, gymnax's dynamics in PyTorch;
+    gymnasium: its vector envs on the CPU. torch and gymnasium have CartPole-v1 and Acrobot-v1."""
     matmul_precision: Literal["highest", "high"] = "highest"
     """float32 matmul precision: highest = float32 in every framework; high = TF32 on an NVIDIA GPU"""
     sync_timing: bool = False
@@ -345,8 +345,7 @@ def train(args: Args) -> dict:
     jax.config.update("jax_default_device", jax_device)
     torch.set_float32_matmul_precision(args.matmul_precision)  # highest: float32; high: TF32, as JAX's tensorfloat32
     torch._inductor.config.cpp_wrapper = device.type == "cpu"  # compiled code called from C++, not Python: less overhead
-    # Dynamo traces loss.backward() into the update's graph (opt-in; by default it breaks the graph there and
-    # compiles the backward apart): forward, backward and clipping are one graph.
+    # Dynamo traces loss.backward() into the update's one graph (opt-in; by default the backward is compiled apart).
     torch._dynamo.config.trace_autograd_ops = True
     num_iterations = args.total_timesteps // (args.num_envs * args.num_steps)
 
@@ -358,16 +357,20 @@ def train(args: Args) -> dict:
     # foreach Adam, which inductor compiles into the update (fused is opaque to dynamo); capturable for a tensor lr
     optimizer = torch.optim.Adam(agent.parameters(), lr=lr, eps=1e-5, foreach=True, capturable=True)
     compiled = compiler(args)  # torch.compile, with CUDA graphs on request (below)
-    act = compiled(policy_step)  # its Exp(1) draws from inductor's generator (seeded from torch's), not torch's
+
+    def policy(obs):
+        return policy_step(agent, obs)
+
+    act = compiled(policy)  # its Exp(1) draws from inductor's generator (seeded from torch's), not torch's
 
     def env_step(runner: Runner):
         """Act with the actor alone, then step every env: the runner after the step, and the step's Transition."""
-        action, logprob = act(agent, runner.obs)
+        action, logprob = act(runner.obs)
         env_state, obs, output = envs.step(runner.env_state, action)
         return Runner(env_state, obs), Transition(runner.obs, action, logprob, *output)
 
     if args.env_backend == "torch":  # policy, env step and episode counts: one compiled function, no host in between
-        act, env_step = policy_step, compiled(env_step)  # (the step calls act: inside it, the policy itself)
+        act, env_step = policy, compiled(env_step)  # (the step calls act: inside it, the policy itself)
 
     @compiled
     def learn_minibatch(batch: Batch, index):
@@ -395,8 +398,10 @@ def train(args: Args) -> dict:
 # every script of one framework, but for the lines marked "# own" (tests/test_harness.py holds the copies so).
 import contextlib
 import importlib.metadata
+import io
 import json
 import platform
+import re
 import resource
 import subprocess
 
@@ -566,6 +571,13 @@ def check_args(args: Args):
     if args.json_out is not None:
         check_writable(args.json_out)
     check_limits(args)
+    if args.env_backend != "gymnax":
+        import torch_envs  # only when asked for; first, so that a wrong id is told this backend's ids alone
+
+        if args.env_id not in torch_envs.ENVS:
+            raise UsageError(
+                f"--env-backend {args.env_backend} has {' and '.join(torch_envs.ENVS)}, not --env-id {args.env_id}"
+            )
     supported = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]  # that one downloads MNIST when built
     supported += ["Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1"]  # Craftax's symbolic ones (pixels: textures)
     discrete = lambda env, env_params: isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete)
@@ -574,13 +586,6 @@ def check_args(args: Args):
         raise UsageError(f"unsupported --env-id {args.env_id!r}; supported ids: {', '.join(ids)}")
     if not discrete(*make_env(args.env_id)):  # to see its actions; train() makes its own
         raise UsageError(f"{args.env_id} has continuous actions; only discrete-action environments are supported")
-    if args.env_backend != "gymnax":
-        import torch_envs  # only when asked for: with gymnax's environments, this file runs alone
-
-        if args.env_id not in torch_envs.ENVS:
-            raise UsageError(
-                f"--env-backend {args.env_backend} has {' and '.join(torch_envs.ENVS)}, not --env-id {args.env_id}"
-            )
     if args.env_backend == "gymnasium" and args.sync_debug:
         raise UsageError(
             "--sync-debug cannot run with --env-backend gymnasium: its envs step on the host, which every step waits for"
@@ -677,7 +682,8 @@ class Log:
         (self.device, self.jax_device), self.args, self.num_iterations, self.start = devices, args, num_iterations, start
         self.commit = run_quietly("git", "rev-parse", "HEAD")  # now, not at the end: the checkout may move
         self.durations, self.phases, self.finished = [], [], []
-        run = f"runs/{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+        envs = "" if args.env_backend == "gymnax" else f"+{args.env_backend}"  # the environments' stack, if not gymnax
+        run = f"runs/{args.env_id}__{args.exp_name}{envs}__{args.seed}__{int(time.time())}"
         self.writer = Writer(run) if args.tensorboard else None
         if self.writer:  # the hyperparameters as a text summary, as CleanRL writes them
             table = "\n".join(["|param|value|", "|-|-|", *(f"|{k}|{v}|" for k, v in dataclasses.asdict(args).items())])
@@ -686,7 +692,7 @@ class Log:
             text.close()
         if not args.quiet:
             plan = f"{num_iterations} iterations of {args.num_envs} envs x {args.num_steps} steps"
-            print(f"{VARIANT} on {self.device}: {args.env_id}, hidden {args.hidden}, {plan}")
+            print(f"{VARIANT}{envs} on {self.device}: {args.env_id}, hidden {args.hidden}, {plan}")
         self.setup_duration = time.perf_counter() - start
 
     @contextlib.contextmanager
@@ -735,9 +741,10 @@ class Log:
                 self.writer.add_scalar(f"losses/{name}", metrics[name], step)
         if not self.args.quiet:
             shown = "n/a" if mean_return is None else f"{mean_return:.1f}"
-            left = (self.num_iterations - done) * np.mean(self.durations[1:] or self.durations)
+            steady = self.durations[1:]  # iteration 0 compiles: the time left is estimated from the iterations after it
+            left = f"~{(self.num_iterations - done) * np.mean(steady):.0f}s left" if steady else "time left: after the next"
             elapsed = time.perf_counter() - self.start
-            print(f"iteration {done}/{self.num_iterations}  SPS {sps}  return {shown}  {elapsed:.0f}s, ~{left:.0f}s left")
+            print(f"iteration {done}/{self.num_iterations}  SPS {sps}  return {shown}  {elapsed:.0f}s, {left}")
         if done == 1:
             self.compiles_after_first = len(COMPILES)
 
@@ -847,8 +854,25 @@ def write_json_atomic(path: str, record: dict) -> None:
         raise
 
 
+def parse_args(argv: Optional[Sequence[str]]) -> Args:
+    """The command line as Args. tyro reports a bad one in a box of several lines: here it is one line, exit code 2."""
+    told = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(told):
+            return tyro.cli(Args, args=argv)
+    except SystemExit as e:
+        if e.code:
+            lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in told.getvalue().splitlines()]  # its colours out
+            lines = [re.sub(r"^[\s│╭╰]*─*\s*|\s*─*[\s│╮╯]*$", "", line) for line in lines]  # and its box
+            said = " ".join(line for line in lines if line.strip("─- ") and not line.startswith("For full helptext"))
+            told = io.StringIO(f"error: {said} (--help lists every flag)\n")
+        raise
+    finally:
+        sys.stderr.write(told.getvalue())
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = tyro.cli(Args, args=argv)
+    args = parse_args(argv)
     sys.stdout.reconfigure(line_buffering=True)  # each progress line at once, also into a pipe
     try:
         result = train(args)

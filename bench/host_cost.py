@@ -497,9 +497,11 @@ def main(argv=None) -> int:
     module = load("ppo_torch.py", "benchback_host_cost_torch")
     import torch
 
-    try:  # ppo_torch.py's own checks: each env id and the hidden sizes, then the devices
+    try:  # ppo_torch.py's own checks: each env id, the hidden sizes and the batch's shape, then the devices
         for env_id in a.env_ids:
-            module.check_args(module.Args(env_id=env_id, hidden=a.hidden, cuda=False))
+            module.check_args(
+                module.Args(env_id=env_id, hidden=a.hidden, num_envs=a.num_envs, num_steps=a.num_steps, cuda=False)
+            )
         _, device, jax_device = module.check_args(module.Args(cuda=a.cuda))
     except module.UsageError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -76,6 +76,7 @@ VALUE_OPTIONS = [
     "--caches",
 ]
 MODE_OPTIONS = ["--task", "--jobs", "--devices", "--part"]  # whose value may be neither empty nor an option
+FLAGS = ["--list", "--slurm", "--dry-run", "--retry-failed", "--keep-stale"]
 
 
 def parse(argv: list) -> SimpleNamespace:
@@ -89,12 +90,14 @@ def parse(argv: list) -> SimpleNamespace:
         if arg in VALUE_OPTIONS + MODE_OPTIONS:
             if not args or arg in MODE_OPTIONS and args[0].startswith("--"):
                 raise Refused(f"{arg} needs a value")
+            if args[0] in VALUE_OPTIONS + MODE_OPTIONS + FLAGS + ["--help"]:  # a forgotten value: (a path: ./--dry-run)
+                raise Refused(f"{arg} needs a value; got the option {args[0]}")
             if not args[0]:  # an empty list or path would otherwise mean the preset's, in silence
                 raise Refused(f"{arg} needs a value; got an empty one")
             setattr(a, arg[2:], args.pop(0))
             if arg in VALUE_OPTIONS and arg != "--out":
                 a.forward += [arg, getattr(a, arg[2:])]
-        elif arg in ("--list", "--slurm", "--dry-run", "--retry-failed", "--keep-stale"):
+        elif arg in FLAGS:
             setattr(a, arg[2:].replace("-", "_"), True)
             if arg in ("--retry-failed", "--keep-stale"):
                 a.forward.append(arg)
@@ -167,7 +170,7 @@ def settings(a, names: list, stacks: list = ()) -> dict:
         n = positive(a.iterations, "--iterations must be an integer of at least 2")
         if n < 2:
             raise Refused(f"--iterations must be an integer of at least 2; got '{a.iterations}'")
-        p.update(iterations=n, iterations_at={}, iterations_in={})
+        p.update(iterations=n, iterations_at={}, iterations_in={}, stacks_iterations=n)
         p["iterations_of"] = {v: min(cap, n) for v, cap in p["iterations_of"].items()}
     if a.timeout:
         p["timeout"] = positive(a.timeout, "--timeout must be a positive integer (seconds)")
@@ -347,6 +350,35 @@ def bash(name: str, value) -> str:
     return f"{name}={shlex.quote(str(value))}"
 
 
+def warm_run(p: dict, run: Run) -> bool:
+    """Whether the run loads its programs from the sweep's shared compiler caches (WARM_EXPERIMENTS below)."""
+    return p["caches"] == "warm" and run.experiment not in COLD
+
+
+def impossible(runs: list, by_name: dict) -> str:
+    """A planned run its script would refuse (what a setting's flags cannot do with the run's), named, or ''."""
+    for run in runs:
+        v = by_name[run.variant]
+        if "--env-backend" in v.flags and run.env not in STACK_ENVS:  # torch_envs.py's and Gymnasium's environments
+            return f"{run.variant} runs on {' and '.join(STACK_ENVS)} only, not --envs {run.env}"
+        if "--rollout" in v.flags and "--num-seeds" in str(run.flags).split():
+            return f"{run.variant} steps its rollout from Python, one seed at a time: not in the seeds experiment"
+    return ""
+
+
+def why_empty(p: dict, variants: list) -> str:
+    """Why a plan has no run: what the experiments asked for and cannot take."""
+    reasons = []
+    if "stacks" in p["experiments"]:
+        if not set(p["envs"]) & set(STACK_ENVS):
+            reasons.append(f"the stacks experiment runs on {' and '.join(STACK_ENVS)} only (the stacks' environments)")
+        stacked = sorted({v.setting_of for v in variants if v.stack})
+        if not set(p["variants"]) & set(stacked):
+            reasons.append(f"the stacks experiment runs {', '.join(stacked)} only (the scripts with stacks)")
+    experiments = ",".join(p["experiments"])
+    return "; ".join(reasons) or f"--experiments {experiments} takes none of these --variants, --envs and --sizes"
+
+
 def load(argv: list) -> SimpleNamespace:
     """benchmark.sh's arguments checked (or Refused), and the plan they choose."""
     a = parse(argv)
@@ -370,6 +402,10 @@ def load(argv: list) -> SimpleNamespace:
     part = parts_of(every, p)  # cut from the whole plan, the GPU-only settings included, wherever it is made
     runs = [run for run in every if run.variant not in left_out]
     part = [k for k, run in zip(part, every) if run.variant not in left_out]
+    if not runs and not p["gpu_check"]:
+        raise Refused(f"nothing to run: {why_empty(p, variants)}")
+    if problem := impossible(runs, {v.name: v for v in planned}):
+        raise Refused(problem)
     if a.task:
         if not (a.task.isascii() and a.task.isdigit() and a.task[0] != "0" and int(a.task) <= len(runs)):
             raise Refused(f"--task must be one of the plan's indices, 1..{len(runs)} (see --list); got '{a.task}'")
@@ -382,6 +418,10 @@ def load(argv: list) -> SimpleNamespace:
     if sweep:
         check_jobs(runs, jobs or 1, devices)
     out = os.path.realpath(a.out or f"benchmark_out/{a.preset}")  # absolute: the runs get it in --json-out
+    compiled = {v.name for v in planned if v.compiles == "torch.compile"}
+    if any(c.isspace() for c in out) and any(run.variant in compiled for run in runs):
+        # Inductor builds its C++ in the run's caches under OUT and splits the compiler's command at spaces
+        raise Refused(f"--out {out!r} has a space, which torch.compile's C++ build cannot take; name one without")
     return SimpleNamespace(
         args=a,
         p=p,
@@ -518,7 +558,7 @@ def plan_command(argv: list) -> int:
     jobs = plan.jobs or 1
     if a.task and a.keep_stale:  # its record was made otherwise, and is to be kept: the task would replace it
         run = runs[int(a.task) - 1]
-        status, why = read_status(os.path.join(out, f"{run.name}.json"), run)
+        status, why = read_status(os.path.join(out, f"{run.name}.json"), run, warm_run(p, run))
         if status == "stale":
             print(f"benchmark.sh: {kept_stale([(run.name, why)])}", file=sys.stderr)
             return 2
@@ -560,7 +600,7 @@ def plan_command(argv: list) -> int:
     }
     if plan.sweep:
         part, n = plan.part, max(plan.part, default=1)
-        found = {i: read_status(os.path.join(out, f"{run.name}.json"), run) for i, run in enumerate(runs)}
+        found = {i: read_status(os.path.join(out, f"{run.name}.json"), run, warm_run(p, run)) for i, run in enumerate(runs)}
         moved = begun_elsewhere(runs, found, out)
         found |= moved
         status = {i: s for i, (s, _) in found.items()}
@@ -570,7 +610,7 @@ def plan_command(argv: list) -> int:
         chosen = [i for i in range(len(runs)) if not a.part or part[i] == k]  # indices into runs
         if a.part:  # the probe's floors where this part times a torch script's rollout
             values["HANDOVER_ENVS"] = sorted({runs[i].env for i in chosen if floor_wanted(runs[i])})
-        stale = [i for i in chosen if status[i] == "stale"]  # made with other settings: never counted done
+        stale = [i for i in chosen if status[i] in ("stale", "corrupt")]  # made otherwise, or unreadable: not done
         if stale and a.keep_stale and not a.dry_run:  # refused before any work, not part way through the sweep
             print(f"benchmark.sh: {kept_stale([(runs[i].name, found[i][1]) for i in stale])}", file=sys.stderr)
             return 2
@@ -594,13 +634,14 @@ def plan_command(argv: list) -> int:
                 f"  {len(again)} records are of blocks begun on another machine and not finished: each such block is"
                 f" timed again here, whole (the first, {runs[again[0]].name}: {found[again[0]][1]})"
             )
-        if stale:
-            first = stale[0]
-            fate = "kept: --keep-stale refuses the sweep while they are here" if a.keep_stale else "run again and replaced"
-            intro.append(
-                f"  {len(stale)} records were made with other settings than this plan gives their runs: {fate}"
-                f" (the first, {runs[first].name}: {found[first][1]})"
-            )
+        fate = "kept: --keep-stale refuses the sweep while they are here" if a.keep_stale else "run again and replaced"
+        for kind, what in (
+            ("stale", "were made with other settings than this plan gives their runs"),
+            ("corrupt", "are corrupt"),
+        ):
+            if which := [i for i in stale if status[i] == kind]:
+                first = which[0]
+                intro.append(f"  {len(which)} records {what}: {fate} (the first, {runs[first].name}: {found[first][1]})")
         if p["for_gpu"] and not plan.on_gpu:  # a preset for a GPU, on a machine without one: what it costs here too
             intro.append(f"  here, without a GPU: {estimate([runs[i] for i in todo], jobs, False)}")
         if plan.left_out:
@@ -618,8 +659,9 @@ def plan_command(argv: list) -> int:
                         lines.append(f"  --part {k}: runs {members[0] + 1}-{members[-1] + 1}, {left}")
             for i in chosen:
                 state = {"ok": "done", "elsewhere": "redo"}.get(status[i], status[i])
-                state = state if done[i] or status[i] in ("stale", "elsewhere") else "to-run"
-                why = f"  ({status[i]}: {found[i][1]})" if status[i] in ("stale", "elsewhere") else ""
+                shown = status[i] in ("stale", "elsewhere", "corrupt")
+                state = state if done[i] or shown else "to-run"
+                why = f"  ({status[i]}: {found[i][1]})" if shown else ""
                 lines.append(f"[{i + 1}/{len(runs)}] {state:<6} {runs[i].name}  {runs[i].flags}{why}")
             lines.append(f"plan: {len(chosen)} runs, {n_done} already done, {len(todo)} to run")
             values["LISTING"] = "".join(f"{line}\n" for line in lines)

@@ -23,19 +23,25 @@ def record_status(path: str, run: tuple = None) -> str:
     return read_status(path, run)[0]
 
 
-def read_status(path: str, run: tuple = None) -> tuple:
-    """(status, why it is stale or '')."""
+def read_status(path: str, run: tuple = None, warm: bool = None) -> tuple:
+    """(status, why it is stale or ''). With `warm` (whether the plan's run loads its programs from the sweep's shared
+    compiler caches), an ok record made otherwise is stale too; a record from before records said so is taken as made
+    either way."""
     if not os.path.exists(path):
         return "missing", ""
     try:
         record = json.loads(Path(path).read_text())
     except (OSError, ValueError):
-        return "corrupt", ""
+        return "corrupt", "not whole JSON (a run cut short, a copy broken off?)"
     if not isinstance(record, dict) or not isinstance(record.get("status", "corrupt"), str):
-        return "corrupt", ""
+        return "corrupt", "not a run's record"
     status = record.get("status", "corrupt")
     if run is not None and status in ("ok", "failed") and (why := other_settings(record, run)):
         return "stale", why
+    caches = record.get("caches")
+    if warm is not None and status == "ok" and isinstance(caches, dict) and bool(caches.get("persistent")) != warm:
+        made, plan = ("warm", "cold") if warm is False else ("cold", "warm")
+        return "stale", f"made with {made} compiler caches, the plan {plan}"
     return status, ""
 
 
@@ -140,6 +146,17 @@ XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false"
 
 
 KEPT_APART = (*ALLOCATOR, "XLA_FLAGS")  # variables of the environment under which two runs' times are not compared
+# OpenMP's, which the scripts' cpu_info() records under "openmp": how torch's threads wait changes its time twofold.
+# The values the torch scripts give themselves when the environment has none count as none.
+OPENMP = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+SCRIPTS_OPENMP = {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "3000"}
+
+
+def openmp_setting(variables) -> str:
+    """The OpenMP variables among `variables` (a record's cpu.openmp, or os.environ) other than the torch scripts'
+    own, as one string, '' for none: a sweep is not resumed under others than its records'."""
+    kept = {name: variables.get(name) for name in OPENMP if variables.get(name) not in (None, SCRIPTS_OPENMP.get(name))}
+    return " ".join(f"{name}={value}" for name, value in kept.items())
 
 
 def run_setting(variables) -> str:
@@ -172,8 +189,10 @@ def other_machine(out: str) -> str:
     """A record in `out` timed on another kind of machine than this one, named with both, or '': on a CPU, another CPU
     model; on a GPU, a GPU model this machine does not have, or other versions of the libraries (a sweep of one GPU
     model may go on on another machine with that GPU, whatever its CPU: plot.py pools their blocks, each block timed
-    on one machine); on either, another allocator setting or other XLA_FLAGS than this process's environment has."""
-    here, gpus, setting = cpu_model(), None, run_setting(os.environ)
+    on one machine); on a CPU, another number of cores; on either, another allocator setting, other XLA_FLAGS or
+    OpenMP settings than this process's environment has."""
+    here, gpus = cpu_model(), None
+    setting = " ".join(filter(None, (run_setting(os.environ), openmp_setting(os.environ))))
     for path in Path(out).rglob("*.json"):
         if ".caches" in path.relative_to(out).parts:  # the compiler caches the runs share: no records
             continue
@@ -193,6 +212,9 @@ def other_machine(out: str) -> str:
                 return f"{path.name} was timed with {other}"
         elif model not in (None, here):
             return f"{path.name} was timed on {model}, and this machine is {here}"
-        if (theirs := run_setting(settings_of(record))) != setting:
+        elif (cores := (record.get("cpu") or {}).get("cores")) not in (None, len(os.sched_getaffinity(0))):
+            return f"{path.name} was timed on {cores} cores, and this sweep has {len(os.sched_getaffinity(0))}"
+        openmp = (record.get("cpu") or {}).get("openmp") or {}
+        if (theirs := " ".join(filter(None, (run_setting(settings_of(record)), openmp_setting(openmp))))) != setting:
             return f"{path.name} was timed with {theirs or 'no setting'}, and this sweep has {setting or 'none'}"
     return ""

@@ -242,9 +242,12 @@ def load(records: Path) -> dict:
     sources, unreadable = {}, []
     for name in names:
         try:
-            sources[name] = load_runs(records / name / "records")[0]
+            sources[name], failures = load_runs(records / name / "records")
         except Unreadable as e:  # the other sources are read still, so that one refusal names all there is to mend
             unreadable.append(str(e))
+            continue
+        # a record that does not parse would move the answer's numbers in silence: refused, as one that cannot be read
+        unreadable += [f"{records / name / 'records' / f}" for f in failures if f.endswith(": does not parse")]
     if unreadable:
         raise Unreadable("; ".join(unreadable))
     return sources

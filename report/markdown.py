@@ -59,6 +59,16 @@ def markdown_header(h) -> list:
             f"- given warm caches but compiled afresh (the caches missed): {experiment}/{variant} {env} {size} seed {seed}"
             for experiment, variant, env, size, seed in caches["compiled_anyway"]
         ]
+    if h.get("smoke_test"):
+        lines.append(
+            f"- {h['smoke_test']} runs step fewer than 256 steps a rollout (the quick preset's smoke test): start-up and"
+            " compiling dominate their time, so their multiples test the sweep and the figures and answer nothing"
+        )
+    if h.get("no_reference"):
+        lines.append(
+            f"- no {REFERENCE} run among these records: every multiple (the answer, rollout vs update, the stacks) is of"
+            f" its time in the same block, so none is shown; sweep with {REFERENCE} among --variants"
+        )
     if (h["machines"] or 0) > 1:
         lines.append(f"- timed on {h['machines']} machines with this GPU, each block on one")
     return lines + [""]

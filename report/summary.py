@@ -92,7 +92,16 @@ def summary_header(runs, failures, directory: Path) -> dict:
             for r in runs
             if r.record["compiles_after_first_iteration"]
         ],
+        # every multiple is of jax_linen's time in the same block: without its runs there is none (said, not left blank)
+        **({"no_reference": True} if all(r.variant != timing.REFERENCE for r in runs) else {}),
+        **({"smoke_test": smaller} if (smaller := sum(smoke_test(r.record) for r in runs)) else {}),
     }
+
+
+def smoke_test(record: dict) -> bool:
+    """A run of fewer steps a rollout than the answer's iteration (the quick preset's): start-up and compiling dominate
+    its time, so its multiples test the sweep and the figures, and answer nothing."""
+    return (record.get("args") or {}).get("num_steps", 256) < 256
 
 
 def machines(runs) -> int:

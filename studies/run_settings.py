@@ -135,6 +135,7 @@ def ratios(seconds: dict) -> dict:
         row = result[variant] = {"over_scripts_own": {s: geometric_mean(t[s] / t[OWN]) for s in t if s != OWN}}
         if REFERENCE in seconds and variant != REFERENCE:
             linen = {setting: np.array(block_times) for setting, block_times in seconds[REFERENCE].items()}
+            row["multiple_of_linen"] = {s: geometric_mean(t[s] / linen[s]) for s in t}  # the answer's ratio, per setting
             row["multiple_of_linen_over_scripts_own"] = {
                 s: geometric_mean((t[s] / linen[s]) / (t[OWN] / linen[OWN])) for s in t if s != OWN
             }
@@ -266,7 +267,8 @@ def pool(paths: list, out: str) -> None:
             if "warm_caches_missed" in row:
                 kept[v].setdefault("warm_caches_missed", []).extend(i + offset for i in row["warm_caches_missed"])
         offset += m["blocks"]
-    result = summary({**{k: made[0][k] for k in same}, "blocks": offset, "pooled": paths}, kept)
+    shared = {k: v for k, v in made[0].items() if k not in ("variants", "blocks") and all(m.get(k) == v for m in made)}
+    result = summary({**shared, "blocks": offset, "pooled": paths}, kept)
     write_atomic(out, json.dumps(result, indent=1) + "\n")
     show(result)
 
@@ -274,6 +276,9 @@ def pool(paths: list, out: str) -> None:
 def show(result: dict) -> None:
     """Each variant's ratio under each setting, one line each."""
     for variant, row in result["variants"].items():
+        if multiples := row.get("multiple_of_linen"):
+            shown = "; ".join(f"{s} {m['ratio']:.3f}x [{m['ci'][0]:.3f}, {m['ci'][1]:.3f}]" for s, m in multiples.items())
+            print(f"{variant}, its multiple of Linen's steady iteration: {shown}")
         for setting, r in row["over_scripts_own"].items():
             line = f"{variant}, {setting}: {r['ratio']:.3f}x [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] the scripts' own steady iteration"
             if m := row.get("multiple_of_linen_over_scripts_own", {}).get(setting):

@@ -34,7 +34,7 @@ from bench.compiler_caches import reset_torch_compile
 from bench.load_script import load
 from bench.outputs import check_out, write_atomic
 
-PARTS = {"policy": "policy_step", "critic": "value", "update": "learn_minibatch"}  # part -> compiled function's name
+PARTS = {"policy": "policy", "critic": "value", "update": "learn_minibatch"}  # part -> compiled function's name
 
 
 def seeds(text: str) -> list[int]:

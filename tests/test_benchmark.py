@@ -21,7 +21,7 @@ import pytest
 
 from bench.plan import load as load_plan
 from bench.presets import PRESETS
-from bench.run_records import KEPT_APART, XLA_ONE_THREAD
+from bench.run_records import KEPT_APART, OPENMP, XLA_ONE_THREAD
 from bench.variants import discover
 from conftest import DECLARED, ROOT, VARIANTS, in_background, load
 
@@ -479,28 +479,56 @@ def test_a_sweep_is_not_resumed_on_another_cpu_model(tmp_path):
     assert {p for p in run_files(out)} >= expected_fake_names(1)
 
 
-@pytest.mark.parametrize("variable", ["GLIBC_TUNABLES", "XLA_FLAGS"])
+@pytest.mark.parametrize("variable", ["GLIBC_TUNABLES", "XLA_FLAGS", "GOMP_SPINCOUNT"])
 def test_a_sweep_is_not_resumed_under_another_setting(tmp_path, variable):
     """glibc's tunables change how fast memory is had again after a free, XLA_FLAGS how XLA runs: an OUT timed with
     one setting is refused under another (or none) before anything runs, and resumed under the same."""
     out, python = tmp_path / "out", fake_python(tmp_path)
     earlier = out / "overall" / "jax_linen__CartPole-v1__s__seed9.json"
     earlier.parent.mkdir(parents=True)
-    value = {"GLIBC_TUNABLES": "glibc.malloc.mmap_max=0", "XLA_FLAGS": XLA_ONE_THREAD}[variable]
+    value = {"GLIBC_TUNABLES": "glibc.malloc.mmap_max=0", "XLA_FLAGS": XLA_ONE_THREAD, "GOMP_SPINCOUNT": "0"}[variable]
     cpu = {"model": load("jax_linen").cpu_info()["model"], "allocator": {"GLIBC_TUNABLES": None, "LD_PRELOAD": None}}
     record = {"status": "ok", "device": "cpu", "cpu": cpu, "xla_flags": None}
     if variable == "XLA_FLAGS":
         record["xla_flags"] = value
+    elif variable == "GOMP_SPINCOUNT":  # a torch script's record also holds the wait policy it gave itself
+        cpu["openmp"] = {"OMP_NUM_THREADS": None, "OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": value}
     else:
         cpu["allocator"][variable] = value
     earlier.write_text(json.dumps(record))
-    refused = sweep(*FAKE_PLAN, "--out", str(out), env={"PYTHON": python}, unset=KEPT_APART)
+    refused = sweep(*FAKE_PLAN, "--out", str(out), env={"PYTHON": python}, unset=(*KEPT_APART, *OPENMP))
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
     assert f"timed with {variable}={value}, and this sweep has none" in refused.stderr
     assert [p.name for p in out.rglob("*.json")] == [earlier.name]
     resumed = sweep(*FAKE_PLAN, "--out", str(out), env={"PYTHON": python, variable: value})
     assert resumed.returncode == 0, resumed.stderr
     assert {p for p in run_files(out)} >= expected_fake_names(1)
+
+
+def test_a_cold_run_has_a_tmpdir_of_its_own_which_goes_with_it(tmp_path):
+    """Inductor keeps a precompiled header in TMPDIR, outside its caches: a cold run that found one would not be cold."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {"PYTHON": fake_python(tmp_path), "TMPDIR": str(tmp)}
+    cold = sweep(*FAKE_PLAN, "--caches", "cold", "--out", str(tmp_path / "cold"), env=env)
+    assert cold.returncode == 0, cold.stderr
+    made = {Path(r["tmpdir"]) for r in run_files(tmp_path / "cold").values()}
+    assert len(made) == 2 and all(d.parent == tmp and not d.exists() for d in made)
+    warm = sweep(*FAKE_PLAN, "--out", str(tmp_path / "warm"), env=env)
+    assert warm.returncode == 0 and {r["tmpdir"] for r in run_files(tmp_path / "warm").values()} == {str(tmp)}
+
+
+def test_a_sweep_is_not_resumed_on_another_number_of_cores(tmp_path):
+    """Two cores or one (taskset) time differently: a block timed on each would pair them."""
+    out, python = tmp_path / "out", fake_python(tmp_path)
+    earlier = out / "overall" / "jax_linen__CartPole-v1__s__seed9.json"
+    earlier.parent.mkdir(parents=True)
+    here = len(os.sched_getaffinity(0))
+    cpu = {"model": load("jax_linen").cpu_info()["model"], "cores": here + 1}
+    earlier.write_text(json.dumps({"status": "ok", "device": "cpu", "cpu": cpu, "xla_flags": None}))
+    refused = sweep(*FAKE_PLAN, "--out", str(out), env={"PYTHON": python})
+    assert refused.returncode == 2 and f"was timed on {here + 1} cores, and this sweep has {here}" in refused.stderr
+    assert [p.name for p in out.rglob("*.json")] == [earlier.name]
 
 
 @pytest.mark.parametrize(
@@ -745,6 +773,20 @@ def stub_python(tmp_path: Path) -> tuple[str, Path]:
     return str(wrapper), measures
 
 
+def test_iterations_applies_to_the_stacks_experiment_too():
+    loaded = load_plan(["--preset", "cpu", "--experiments", "stacks", "--iterations", "3"])
+    assert loaded.runs and {int(run.iterations) for run in loaded.runs} == {3}
+
+
+def test_a_stacks_only_sweep_measures_the_hand_over_floor(tmp_path):
+    """The stacks' report splits the torch rollouts at the floor: a sweep of the stacks alone measures it too."""
+    python, measures = stub_python(tmp_path)
+    flags = ["--preset", "quick", "--experiments", "stacks", "--variants", "torch", "--envs", "CartPole-v1"]
+    proc = sweep(*flags, "--sizes", "s", "--out", str(tmp_path / "out"), env={"PYTHON": python})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "host_cost.py" in measures.read_text() and "CartPole-v1" in measures.read_text()
+
+
 def start(flags, env, ignored=()) -> subprocess.Popen:
     """The sweep in a session of its own, with SIGINT and SIGHUP at their defaults, or ignored where named (as a
     script's background job starts with SIGINT ignored, nohup with SIGHUP), whatever this test run was given (set by
@@ -824,6 +866,33 @@ def test_a_record_made_with_other_settings_is_run_again_never_counted_done(tmp_p
     assert {r["args"]["total_timesteps"] for r in run_files(out).values()} == {5 * 8 * 32}
     same = sweep(*flags, "--iterations", "5", env={"PYTHON": python})
     assert summary(same.stdout) == (0, 2, 0)
+
+
+def test_a_record_made_with_other_compiler_caches_is_stale(tmp_path):
+    """Records that loaded their programs from warm caches are not what --caches cold asks for: run again, not done."""
+    out, (python, _) = tmp_path / "out", stub_python(tmp_path)
+    flags = ["--preset", "quick", "--experiments", "overall", "--variants", "jax_linen,torch", "--out", str(out)]
+    assert sweep(*flags, "--iterations", "2", env={"PYTHON": python}).returncode == 0
+    for path in (out / "overall").glob("*.json"):
+        path.write_text(json.dumps({**json.loads(path.read_text()), "caches": {"persistent": True}}))
+    cold = sweep(*flags, "--iterations", "2", "--caches", "cold", "--dry-run", env={"PYTHON": python})
+    assert cold.returncode == 0 and "(0 already done)" in cold.stdout, cold.stdout
+    assert "(stale: made with warm compiler caches, the plan cold)" in cold.stdout
+    warm = sweep(*flags, "--iterations", "2", "--dry-run", env={"PYTHON": python})
+    assert warm.returncode == 0 and "(2 already done)" in warm.stdout, warm.stdout
+
+
+def test_a_truncated_record_is_named_as_corrupt_and_kept_with_keep_stale(tmp_path):
+    out, (python, _) = tmp_path / "out", stub_python(tmp_path)
+    flags = ["--preset", "quick", "--experiments", "overall", "--variants", "jax_linen,torch", "--out", str(out)]
+    assert sweep(*flags, "--iterations", "2", env={"PYTHON": python}).returncode == 0
+    cut = out / "overall" / "torch__CartPole-v1__s__seed1.json"
+    cut.write_text(cut.read_text()[:40])
+    planned = sweep(*flags, "--iterations", "2", "--dry-run", env={"PYTHON": python})
+    assert planned.returncode == 0 and "corrupt overall/torch__CartPole-v1__s__seed1" in planned.stdout, planned.stdout
+    assert "(corrupt: not whole JSON" in planned.stdout and "1 records are corrupt: run again and replaced" in planned.stdout
+    kept = sweep(*flags, "--iterations", "2", "--keep-stale", env={"PYTHON": python})
+    assert kept.returncode == 2 and "torch__CartPole-v1__s__seed1: not whole JSON" in kept.stderr, kept.stderr
 
 
 def tree(directory: Path) -> dict:
@@ -916,6 +985,8 @@ def test_a_hangup_or_a_second_ctrl_c_ends_the_sweep_with_its_summary_and_leaves_
         (["--envs", ""], "--envs needs a value; got an empty one"),
         (["--variants", ""], "--variants needs a value; got an empty one"),
         (["--out", ""], "--out needs a value; got an empty one"),
+        (["--out", "--list"], "--out needs a value; got the option --list"),
+        (["--variants", "--dry-run"], "--variants needs a value; got the option --dry-run"),
         (["--sizes", "x"], "--sizes: unknown value 'x'; valid: s m l"),
         (["--experiments", "overall,"], None),  # a trailing comma ends the list, as bash reads it
     ],
@@ -927,6 +998,41 @@ def test_an_empty_list_or_an_unknown_value_names_its_option(tmp_path, flags, mes
         return
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr == f"benchmark.sh: {message}\n"
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--envs", "Breakout-MinAtar"], "the stacks experiment runs on CartPole-v1 and Acrobot-v1 only"),
+        (["--variants", "jax_nnx"], "the stacks experiment runs jax_linen, torch, torch_compile only"),
+    ],
+)
+def test_a_plan_with_nothing_to_run_is_refused_saying_why(tmp_path, flags, message):
+    proc = sweep("--preset", "quick", "--experiments", "stacks", *flags, "--dry-run", "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith(f"benchmark.sh: nothing to run: {message}"), proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--variants", "torch+torchenv", "--envs", "Breakout-MinAtar"], "torch+torchenv runs on CartPole-v1 and Acrobot-v1"),
+        (["--experiments", "seeds", "--variants", "jax_linen+pyloop"], "jax_linen+pyloop steps its rollout from Python"),
+    ],
+)
+def test_a_combination_that_can_only_fail_is_refused_in_the_plan(tmp_path, flags, message):
+    proc = sweep("--preset", "quick", *flags, "--dry-run", "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2 and proc.stderr.startswith(f"benchmark.sh: {message}"), proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_out_with_a_space_is_refused_where_torch_compile_runs(tmp_path):
+    flags = ["--preset", "quick", "--experiments", "overall", "--dry-run", "--out", str(tmp_path / "my out")]
+    refused = sweep(*flags, "--variants", "jax_linen,torch_compile")
+    assert refused.returncode == 2 and "has a space, which torch.compile's C++ build cannot take" in refused.stderr
+    assert not (tmp_path / "my out").exists()
+    assert sweep(*flags, "--variants", "jax_linen,torch").returncode == 0
 
 
 def test_a_repeated_env_variant_or_size_is_planned_once_with_a_note(tmp_path):

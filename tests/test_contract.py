@@ -388,6 +388,17 @@ def test_the_record_is_written_whole_and_readable_as_any_file_the_user_makes(var
     assert [p.name for p in path.parent.iterdir()] == ["x.json"]  # no temporary file left
 
 
+@pytest.mark.parametrize(
+    "flags, named", [(["--no-such-flag"], "--no-such-flag"), (["--json-out"], "--json-out"), (["--num-envs", "many"], "many")]
+)
+def test_a_command_line_tyro_cannot_read_is_one_line_and_exit_2(variant, flags, named, capsys):
+    with pytest.raises(SystemExit) as exited:
+        load(variant).main(flags)
+    assert exited.value.code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("error: ") and named in line and line.endswith("(--help lists every flag)"), line
+
+
 def test_help_documents_every_flag(variant, capsys):
     module = load(variant)
     with pytest.raises(SystemExit) as exited:

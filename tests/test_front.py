@@ -139,6 +139,18 @@ def test_every_source_and_page_it_cannot_read_is_named_in_one_refusal(tmp_path, 
     assert not out.exists() and read_text(page) == "<!-- answer.md -->\n\n<!-- end of answer.md -->\n"
 
 
+def test_a_record_that_does_not_parse_is_named_and_nothing_written(tmp_path, columns, capsys):
+    """A merge conflict's marker in one record: the answer would be made without it, its numbers moved in silence."""
+    make(tmp_path)
+    broken = tmp_path / "torch-sweep" / "records" / "overall" / "torch__Acrobot-v1__s__seed2.json"
+    broken.write_text("<<<<<<< HEAD\n" + broken.read_text())
+    out = tmp_path / "answer"
+    assert front.main(["--records", str(tmp_path), "--out", str(out)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("error: ") and f"{broken}: does not parse" in line, line
+    assert not out.exists()
+
+
 def denied(path):
     raise PermissionError(13, "Permission denied", str(path))
 

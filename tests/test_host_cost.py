@@ -70,6 +70,7 @@ def test_measures_each_env_and_call_once_and_keeps_what_it_has(background):
         (["--calls", "0", "CartPole-v1"], "error: --calls must be positive; got 0"),
         (["--num-envs", "-1", "CartPole-v1"], "error: --num-envs must be positive; got -1"),
         (["--hidden", "64,x", "CartPole-v1"], "error: --hidden must be comma-separated positive integers"),
+        (["--num-envs", "3", "--num-steps", "3", "CartPole-v1"], "error: num_envs * num_steps = 9 is not divisible"),
     ],
 )
 def test_bad_input_is_refused_in_one_line_and_writes_nothing(flags, message, tmp_path):

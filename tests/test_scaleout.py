@@ -148,6 +148,27 @@ def wait_for(condition, timeout=60):
         time.sleep(0.05)
 
 
+def test_two_tasks_of_one_out_on_a_cpu_take_turns(tmp_path):
+    """Side by side, two runs on one CPU would slow each other's timing: the second task waits for the first's run."""
+    out, release = tmp_path / "out", tmp_path / "release"
+    env = {**CPU, "PYTHON": fake_python(tmp_path), "FAKE_HOLD": str(release)}  # the first run waits for it
+    logs = lambda: list((out / "logs").rglob("*.stdout"))
+    first = start_task([*FAKE_PLAN, "--out", str(out), "--task", "1"], env)
+    wait_for(lambda: len(logs()) == 1)  # its run is in flight
+    said = tmp_path / "second.out"
+    with open(said, "w") as stdout:
+        second = subprocess.Popen(
+            ["bash", str(BENCHMARK), *FAKE_PLAN, "--out", str(out), "--task", "2"], env=env, stdout=stdout
+        )
+    wait_for(lambda: "waiting: another --task of this OUT is running on this machine's CPU" in said.read_text())
+    assert len(logs()) == 1 and second.poll() is None  # its run has not begun
+    release.touch()
+    assert first.wait(timeout=60) == 0 and second.wait(timeout=60) == 0
+    first.stdout.close()
+    first.stderr.close()
+    assert len(run_files(out)) == 2 and all(r["status"] == "ok" for r in run_files(out).values())
+
+
 def test_a_task_killed_mid_run_then_rerun_leaves_one_valid_record(tmp_path):
     out = tmp_path / "out"
     flags = [*FAKE_PLAN, "--out", str(out), "--task", "2"]

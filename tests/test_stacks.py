@@ -71,6 +71,7 @@ def test_linen_stepped_from_python_runs_the_scans_run(tmp_path, monkeypatch):
 REFUSED = [
     ("torch", ["--env-backend", "torch", "--env-id", "Breakout-MinAtar"], "has CartPole-v1 and Acrobot-v1"),
     ("torch", ["--env-backend", "gymnasium", "--env-id", "MountainCar-v0"], "has CartPole-v1 and Acrobot-v1"),
+    ("torch_compile", ["--env-backend", "torch", "--env-id", "NoSuchEnv-v0"], "has CartPole-v1 and Acrobot-v1, not"),
     ("torch", ["--env-backend", "gymnasium", "--sync-debug"], "--sync-debug cannot run with --env-backend gymnasium"),
     ("torch_compile", ["--env-backend", "gymnasium", "--cuda-graphs"], "--cuda-graphs cannot capture"),
     ("jax_linen", ["--rollout", "python", "--num-seeds", "2"], "does not combine with --num-seeds"),
@@ -136,9 +137,8 @@ def test_a_record_is_reported_under_the_setting_that_shows_most_of_its_flags(arg
     assert setting_name("torch_compile", args) == name
 
 
-def test_the_report_gives_each_stack_its_multiple_of_linens_iteration_and_parts(tmp_path):
-    """Synthetic stacks records with known multiples (rollout and update apart) come back with their intervals."""
-    truth = {"jax_linen": (1.0, 1.0), "torch": (8.0, 2.0), "torch+torchenv": (3.0, 2.0), "jax_linen+pyloop": (4.0, 1.0)}
+def write_stacks(directory, truth: dict) -> None:
+    """Stacks records over 3 blocks whose rollout and update take the multiples in `truth` of 0.1 s: {variant: (x, x)}."""
     drift = {1: 1.0, 2: 1.3, 3: 0.8}  # a machine's slow spell falls on a whole block
     wobble = {1: 1.02, 2: 0.98, 3: 1.0}
     for seed in drift:
@@ -174,9 +174,15 @@ def test_the_report_gives_each_stack_its_multiple_of_linens_iteration_and_parts(
                 "episodic_return": [None] * 6,
                 "final_return": None,
             }
-            path = tmp_path / "stacks" / f"{variant}__CartPole-v1__s__seed{seed}.json"
+            path = directory / "stacks" / f"{variant}__CartPole-v1__s__seed{seed}.json"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(record))
+
+
+def test_the_report_gives_each_stack_its_multiple_of_linens_iteration_and_parts(tmp_path):
+    """Synthetic stacks records with known multiples (rollout and update apart) come back with their intervals."""
+    truth = {"jax_linen": (1.0, 1.0), "torch": (8.0, 2.0), "torch+torchenv": (3.0, 2.0), "jax_linen+pyloop": (4.0, 1.0)}
+    write_stacks(tmp_path, truth)
     runs, failures = load_runs(tmp_path)
     assert not failures and {r.variant for r in runs} == set(truth)
     section = timing.stacks(runs)
@@ -191,6 +197,20 @@ def test_the_report_gives_each_stack_its_multiple_of_linens_iteration_and_parts(
         assert pooled["rollout"]["ratio"] == pytest.approx(rollout_x, rel=0.03)
         assert pooled["steady"]["ratio"] == pytest.approx((rollout_x + update_x) / 2, rel=0.03)
         assert pooled["rollout"]["ci_low"] <= rollout_x <= pooled["rollout"]["ci_high"]
+
+
+def test_a_report_says_why_it_shows_no_multiple_or_one_that_answers_nothing(tmp_path):
+    from report.markdown import markdown_header
+    from report.summary import summary_header
+
+    write_stacks(tmp_path, {"torch": (8.0, 2.0), "torch+torchenv": (3.0, 2.0)})
+    runs, failures = load_runs(tmp_path)
+    header = lambda: markdown_header(summary_header(runs, failures, tmp_path))
+    assert any(line.startswith("- no jax_linen run among these records") for line in header())
+    assert not any("smoke test" in line for line in header())
+    for run in runs:  # the quick preset's rollouts
+        run.record["args"]["num_steps"] = 32
+    assert any("(the quick preset's smoke test)" in line for line in header())
 
 
 def test_the_readme_and_the_findings_quote_the_stacks_report():

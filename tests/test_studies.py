@@ -29,6 +29,7 @@ STUDIES = {
         "keep_memory",
         "jax_linen",
     ),
+    "same_program": (["--other-code", str(ROOT), "--variants", "jax_linen"], ("variants", "jax_linen", "same"), "jax_linen"),
     "run_settings": (
         ["--variants", "jax_linen,torch", "--settings", "keep_memory,one_core", "--blocks", "2", "--iterations", "2"]
         + ["--env-id", "CartPole-v1"],
@@ -36,6 +37,16 @@ STUDIES = {
         "torch",
     ),
 }
+
+
+def test_same_program_tells_a_changed_constant_from_a_renumbered_instruction():
+    from studies.same_program import normalized
+
+    line = '%add.12 = f32[8]{0} add(f32[8] %x.3, f32[8] %c.4), metadata={op_name="a" source_file="/old/ppo.py"}'
+    assert normalized(line) == normalized(line.replace(".12", ".99").replace("/old/", "/new/"))
+    constant = "%c.4 = f32[] constant(0.5)"
+    assert normalized(constant) != normalized(constant.replace("0.5", "0.25"))
+
 
 # a study runs as a module of the root's studies package, from any directory
 ROOT_ON_PATH = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -153,6 +164,8 @@ def test_run_settings_gives_each_settings_ratio_and_its_effect_on_the_multiple_o
     torch = result["torch"]
     assert torch["over_scripts_own"]["keep_freed"]["ratio"] == pytest.approx(1.0)
     assert torch["multiple_of_linen_over_scripts_own"]["keep_freed"]["ratio"] == pytest.approx(0.5)
+    assert torch["multiple_of_linen"]["scripts_own"]["ratio"] == pytest.approx(3.0)
+    assert torch["multiple_of_linen"]["keep_freed"]["ratio"] == pytest.approx(1.5)
     assert "multiple_of_linen_over_scripts_own" not in ratios({"torch": seconds["torch"]})["torch"]
 
 

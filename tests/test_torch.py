@@ -50,7 +50,7 @@ def test_compiled_frames_exist_and_nothing_recompiles_after_iteration_0(tmp_path
     # minibatch_step) each have exactly one: compiled once, in iteration 0, and never again.
     closures = {c.co_name: c for c in module.train.__code__.co_consts if isinstance(c, types.CodeType)}
     frames = {
-        "policy_step": module.policy_step.__code__,
+        "policy (policy step)": closures["policy"],
         "Agent.value (critic)": module.Agent.value.__code__,
         "learn_minibatch": closures["learn_minibatch"],
         "minibatch_step": module.minibatch_step.__code__,
