@@ -214,7 +214,8 @@ def other_machine(out: str) -> str:
             return f"{path.name} was timed on {model}, and this machine is {here}"
         elif (cores := (record.get("cpu") or {}).get("cores")) not in (None, len(os.sched_getaffinity(0))):
             return f"{path.name} was timed on {cores} cores, and this sweep has {len(os.sched_getaffinity(0))}"
-        openmp = (record.get("cpu") or {}).get("openmp") or {}
-        if (theirs := " ".join(filter(None, (run_setting(settings_of(record)), openmp_setting(openmp))))) != setting:
-            return f"{path.name} was timed with {theirs or 'no setting'}, and this sweep has {setting or 'none'}"
+        openmp = (record.get("cpu") or {}).get("openmp")  # (records from before it was recorded: not compared)
+        ours = setting if openmp is not None else run_setting(os.environ)
+        if (theirs := " ".join(filter(None, (run_setting(settings_of(record)), openmp_setting(openmp or {}))))) != ours:
+            return f"{path.name} was timed with {theirs or 'no setting'}, and this sweep has {ours or 'none'}"
     return ""
