@@ -69,8 +69,11 @@ def test_measures_each_env_and_call_once_and_keeps_what_it_has(background):
         (["CartPole-v1", "NoSuchEnv-v0"], "error: unsupported --env-id 'NoSuchEnv-v0'"),
         (["--calls", "0", "CartPole-v1"], "error: --calls must be positive; got 0"),
         (["--num-envs", "-1", "CartPole-v1"], "error: --num-envs must be positive; got -1"),
-        (["--hidden", "64,x", "CartPole-v1"], "error: --hidden must be comma-separated positive integers"),
-        (["--num-envs", "3", "--num-steps", "3", "CartPole-v1"], "error: num_envs * num_steps = 9 is not divisible"),
+        # (each below loads ppo_torch.py, torch and jax, before its check: about 15 s on 2 cores)
+        pytest.param(["--hidden", "64,x", "CartPole-v1"], "error: --hidden must be comma-separated", marks=pytest.mark.slow),
+        pytest.param(
+            ["--num-envs", "3", "--num-steps", "3", "CartPole-v1"], "error: num_envs * num_steps = 9", marks=pytest.mark.slow
+        ),
     ],
 )
 def test_bad_input_is_refused_in_one_line_and_writes_nothing(flags, message, tmp_path):
