@@ -97,6 +97,7 @@ def test_short_run_improves():
 SHORT_RISE = dict(total_timesteps=2 * 32 * 32, update_epochs=2, num_minibatches=2)
 
 
+@pytest.mark.slow  # about 50 s on 2 cores: every op of two iterations dispatched from Python, traced
 @needs("linen_nojit")
 def test_nojit_runs_eagerly_not_compiled():
     _, names = rise_run("linen_nojit", **SHORT_RISE)
