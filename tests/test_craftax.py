@@ -195,6 +195,7 @@ def test_every_script_takes_the_adapters_ids(variant):
         module.check_args(module.Args(env_id="Craftax-Classic-Pixels-v1", cuda=False))
 
 
+@pytest.mark.slow  # 10-15 s on 2 cores: keeps the default run under 15 minutes
 def test_env_cost_measures_gymnax_envs_without_craftax_and_names_it_for_a_craftax_id(tmp_path, monkeypatch):
     """A GPU machine's own image may lack craftax: only a Craftax id needs it, and then says so in one line."""
     out = tmp_path / "env_cost.json"

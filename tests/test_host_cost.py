@@ -128,6 +128,7 @@ def test_plot_splits_the_rollout_with_the_floor_file_there_and_names_the_tool_th
     assert f"({tool}, the median of its timed rollouts" in text and "; 0 files skipped" in text  # the trace is no run
 
 
+@pytest.mark.slow  # 10-15 s on 2 cores: keeps the default run under 15 minutes
 def test_a_script_loaded_by_the_tools_makes_a_craftax_env_as_it_does_when_run(tmp_path):
     """bench/host_cost.py (and the studies) load the scripts by path, from another directory: the Craftax adapter the
     scripts import as their sibling must still be found."""
