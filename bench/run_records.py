@@ -40,8 +40,8 @@ def read_status(path: str, run: tuple = None, warm: bool = None) -> tuple:
         return "stale", why
     caches = record.get("caches")
     if warm is not None and status == "ok" and isinstance(caches, dict) and bool(caches.get("persistent")) != warm:
-        made, plan = ("warm", "cold") if warm is False else ("cold", "warm")
-        return "stale", f"made with {made} compiler caches, the plan {plan}"
+        kind = lambda persistent: "warm" if persistent else "cold"
+        return "stale", f"made with {kind(caches.get('persistent'))} compiler caches, the plan {kind(warm)}"
     return status, ""
 
 
