@@ -32,7 +32,7 @@ class Args:
     cuda: bool = True
     """use the GPU when one is visible; the CPU otherwise"""
     env_id: str = "CartPole-v1"
-    """the gymnax environment id (discrete actions only), or Craftax-Classic-Symbolic-v1 or Craftax-Symbolic-v1"""
+    """the gymnax environment id (discrete or continuous actions), or Craftax-Classic-Symbolic-v1 or Craftax-Symbolic-v1"""
     total_timesteps: int = 819200
     """total environment steps; rounded down to whole iterations of num_envs * num_steps"""
     num_envs: int = 32
@@ -99,28 +99,46 @@ class Agent(nn.Module):
     """Separate actor and critic tanh MLPs; observations are flattened (MinAtar grids are 10x10xC)."""
 
     hidden: Sequence[int]
-    num_actions: int
+    num_actions: int  # the actor's outputs: a logit per action, or for continuous actions a mean per dimension
+    continuous: bool
 
     def setup(self):
         self.actor = MLP(self.hidden, self.num_actions, out_gain=0.01)
         self.critic = MLP(self.hidden, 1, out_gain=1.0)
+        # CleanRL's continuous PPO: a log standard deviation per dimension, learned, the same in every state
+        self.log_std = self.param("log_std", nn.initializers.zeros, (self.num_actions,)) if self.continuous else None
 
     def __call__(self, obs):
-        return self.logits(obs), self.value(obs)
+        return self.policy(obs), self.value(obs)
 
-    def logits(self, obs):  # acting needs the actor alone
-        return self.actor(obs.reshape(obs.shape[0], -1).astype(jnp.float32))
+    def policy(self, obs):  # acting needs the actor alone
+        return Policy(self.actor(obs.reshape(obs.shape[0], -1).astype(jnp.float32)), self.log_std)
 
     def value(self, obs):
         return self.critic(obs.reshape(obs.shape[0], -1).astype(jnp.float32)).squeeze(-1)
 
 
+class Policy(NamedTuple):  # a categorical over the logits; with log_std (continuous actions), a Normal around them
+    logits: jax.Array
+    log_std: Optional[jax.Array]
+
+    def sample(self, key):
+        if self.log_std is None:
+            return jax.random.categorical(key, self.logits)
+        return self.logits + jnp.exp(self.log_std) * jax.random.normal(key, self.logits.shape)
+
+    def log_prob(self, action):
+        if self.log_std is None:
+            return jnp.take_along_axis(jax.nn.log_softmax(self.logits), action[:, None], axis=-1).squeeze(-1)
+        return jax.scipy.stats.norm.logpdf(action, self.logits, jnp.exp(self.log_std)).sum(-1)
+
+    def entropy(self):
+        if self.log_std is None:
+            return -(jax.nn.softmax(self.logits) * jax.nn.log_softmax(self.logits)).sum(-1)
+        return (0.5 + 0.5 * jnp.log(2 * jnp.pi) + self.log_std).sum(-1)  # the same in every state
+
+
 # ---------------------------------------------------------------- rollout
-class EpisodeStats(NamedTuple):  # per env: the return and length of its episode so far, or of one that just ended
-    returns: jax.Array
-    lengths: jax.Array
-
-
 class Transition(NamedTuple):  # one step of every env; a rollout's steps are stacked: (num_steps, num_envs, ...)
     obs: jax.Array
     action: jax.Array
@@ -129,14 +147,14 @@ class Transition(NamedTuple):  # one step of every env; a rollout's steps are st
     terminated: jax.Array
     truncated: jax.Array
     final_obs: jax.Array  # the observation reached before any auto-reset: its value bootstraps a truncation
-    finished: EpisodeStats  # the episodes that ended on this step (0 where none did)
+    finished: "EpisodeStats"  # (below, for the log) the episodes that ended on this step (0 where none did)
 
 
 class Runner(NamedTuple):
     train_state: TrainState
     env_state: object
     obs: jax.Array
-    episode: EpisodeStats
+    episode: "EpisodeStats"  # (below) of each env's episode so far
     key: jax.Array
 
 
@@ -145,20 +163,17 @@ def step_envs(env, env_params, key, runner: Runner, action, logprob):
     keys = jax.random.split(key, action.shape[0])
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))  # one key, state and action per env; the same params
     obs, env_state, reward, terminated, truncated, info = step(keys, runner.env_state, action, env_params)
-    done = jnp.logical_or(terminated, truncated)
-    returns, lengths = runner.episode.returns + reward, runner.episode.lengths + 1
-    finished = EpisodeStats(jnp.where(done, returns, 0.0), jnp.where(done, lengths, 0))
+    episode, finished = count_episodes(runner.episode, reward, jnp.logical_or(terminated, truncated))  # (below)
     transition = Transition(runner.obs, action, logprob, reward, terminated, truncated, info["final_observation"], finished)
-    episode = EpisodeStats(jnp.where(done, 0.0, returns), jnp.where(done, 0, lengths))
     return runner._replace(env_state=env_state, obs=obs, episode=episode), transition
 
 
 def rollout(runner: Runner, agent: Agent, env, env_params, num_steps: int):
     def step(runner: Runner, _):
         key, action_key, env_key = jax.random.split(runner.key, 3)
-        logits = agent.apply(runner.train_state.params, runner.obs, method="logits")
-        action = jax.random.categorical(action_key, logits)
-        logprob = jnp.take_along_axis(jax.nn.log_softmax(logits), action[:, None], axis=-1).squeeze(-1)
+        policy = agent.apply(runner.train_state.params, runner.obs, method="policy")
+        action = policy.sample(action_key)  # continuous: unclipped (the environment clips it to its bounds)
+        logprob = policy.log_prob(action)
         runner, transition = step_envs(env, env_params, env_key, runner, action, logprob)
         return runner._replace(key=key), transition
 
@@ -167,9 +182,8 @@ def rollout(runner: Runner, agent: Agent, env, env_params, num_steps: int):
 
 # ---------------------------------------------------------------- compute_gae
 def compute_gae(rewards, values, bootstrap_values, terminated, truncated, gamma, gae_lambda):
-    """GAE over (num_steps, num_envs) arrays, as a reverse scan. bootstrap_values[t] is V of the
-    observation step t reached before any reset: a truncation is bootstrapped, only a termination cuts the
-    value off; either one ends the episode, which stops the advantage from flowing back across it."""
+    """GAE over (num_steps, num_envs) arrays, as a reverse scan. bootstrap_values[t] is V of the observation step t reached
+    before any reset: a truncation is bootstrapped, only a termination cuts the value off; either ends the episode."""
 
     def backward(next_advantage, delta_and_discount):
         delta, discount = delta_and_discount
@@ -192,12 +206,10 @@ class Batch(NamedTuple):
     returns: jax.Array
 
 
-def ppo_loss(logits, value, mb: Batch, args: Args):
+def ppo_loss(policy: Policy, value, mb: Batch, args: Args):
     """Clipped surrogate + (clipped) value loss - entropy bonus, from the network's outputs."""
-    logprobs = jax.nn.log_softmax(logits)
-    newlogprob = jnp.take_along_axis(logprobs, mb.action[:, None], axis=-1).squeeze(-1)
-    entropy = -(jnp.exp(logprobs) * logprobs).sum(-1).mean()
-    logratio = newlogprob - mb.logprob
+    entropy = policy.entropy().mean()
+    logratio = policy.log_prob(mb.action) - mb.logprob
     ratio = jnp.exp(logratio)
     advantage = (mb.advantage - mb.advantage.mean()) / (mb.advantage.std() + 1e-8)
     pg_loss = jnp.maximum(-advantage * ratio, -advantage * jnp.clip(ratio, 1 - args.clip_coef, 1 + args.clip_coef)).mean()
@@ -224,8 +236,8 @@ def update(runner: Runner, batch: Batch, agent: Agent, args: Args):
 
     def minibatch_step(train_state: TrainState, mb: Batch):
         def loss_fn(params):
-            logits, value = agent.apply(params, mb.obs)
-            return ppo_loss(logits, value, mb, args)
+            policy, value = agent.apply(params, mb.obs)
+            return ppo_loss(policy, value, mb, args)
 
         (_, info), grads = jax.value_and_grad(loss_fn, has_aux=True)(train_state.params)
         return train_state.apply_gradients(grads=grads), info
@@ -246,19 +258,17 @@ def update(runner: Runner, batch: Batch, agent: Agent, args: Args):
 def train(args: Args) -> dict:
     """Train, time every iteration, and return the result record."""
     start = time.perf_counter()
-    hidden, device = check_args(args)
+    hidden, device = check_args(args)  # (below) which also sets jax's device and matmul precision
     env, env_params = make_env(args.env_id)
-    jax.config.update("jax_default_device", device)
-    # torch's names for XLA's: the same arithmetic in both frameworks (docs/usage.md, "Flags")
-    jax.config.update("jax_default_matmul_precision", {"highest": "highest", "high": "tensorfloat32"}[args.matmul_precision])
     batch_size = args.num_envs * args.num_steps
     num_iterations = args.total_timesteps // batch_size
-    grad_steps_per_iteration = args.update_epochs * args.num_minibatches
 
-    agent = Agent(hidden, env.action_space(env_params).n)
+    space = env.action_space(env_params)  # Discrete: a categorical policy; Box (continuous actions): a Gaussian one
+    num_actions, continuous = (space.n, False) if hasattr(space, "n") else (space.shape[0], True)
+    agent = Agent(hidden, num_actions, continuous)
     # CleanRL anneals once per iteration: the rate is constant within an update (and throughout without annealing).
     schedule = optax.linear_schedule(args.learning_rate, 0.0 if args.anneal_lr else args.learning_rate, num_iterations)
-    lr = lambda count: schedule(count // grad_steps_per_iteration)  # of the gradient steps taken
+    lr = lambda count: schedule(count // (args.update_epochs * args.num_minibatches))  # of the gradient steps taken
     tx = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(lr, eps=1e-5))
 
     def init_runner(seed: int) -> Runner:
@@ -270,15 +280,12 @@ def train(args: Args) -> dict:
         episode = EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
         return Runner(train_state, env_state, obs, episode, key)
 
-    # Several seeds: each starts as its own run would, stacked on a leading axis that jax.vmap maps every
-    # function over, so one program trains them all. All on the device now (TrainState.create leaves its step a
-    # Python int): no transfer in the timed loop.
-    runners = [init_runner(args.seed + i) for i in range(args.num_seeds)]
-    runner = runners[0] if args.num_seeds == 1 else jax.tree.map(lambda *xs: jnp.stack(xs), *runners)
-    runner = jax.device_put(runner, device)
+    # Several seeds (--num-seeds): each starts as its own run would, stacked (below) on a leading axis that jax.vmap maps
+    # every function over: one program trains them all. On the device now: no transfer when timed.
+    runner = jax.device_put(stack_seeds([init_runner(args.seed + i) for i in range(args.num_seeds)]), device)
 
     def collect(runner: Runner, traj: Transition):
-        """After the rollout: the critic, once over all its observations; GAE: the flat batch, episode statistics."""
+        """After the rollout: the critic, once over all its observations; GAE: the flat batch; the log's statistics."""
         obs = jnp.concatenate([traj.obs, traj.final_obs]).reshape(2 * batch_size, -1)
         values, next_values = agent.apply(runner.train_state.params, obs, method="value").reshape(2, args.num_steps, -1)
         terminated = traj.terminated if args.bootstrap_truncation else jnp.logical_or(traj.terminated, traj.truncated)
@@ -287,11 +294,7 @@ def train(args: Args) -> dict:
         )
         batch = Batch(traj.obs, traj.action, traj.logprob, values, advantages, returns)
         batch = jax.tree.map(lambda x: x.reshape(batch_size, *x.shape[2:]), batch)
-        episodes, finished = jnp.logical_or(traj.terminated, traj.truncated).sum(), traj.finished
-        stats = dict(episodes=episodes, return_sum=finished.returns.sum(), length_sum=finished.lengths.sum())
-        learning_rate = lr(runner.train_state.step)
-        stats |= dict(learning_rate=learning_rate, explained_variance=1 - jnp.var(returns - values) / jnp.var(returns))
-        return runner, batch, stats
+        return runner, batch, logged(traj, values, returns, lr(runner.train_state.step))  # (below) what the log shows
 
     # An iteration is the rollout, collect and update, compiled with jax.jit into one program: the harness (below)
     # composes them, vmapped over the seeds with --num-seeds, and as two programs timed apart with --sync-timing.
@@ -361,6 +364,42 @@ def make_env(env_id: str):
 
         return craftax_gymnax.make(env_id)
     return gymnax.make(env_id)
+
+
+class EpisodeStats(NamedTuple):  # per env: the return and length of its episode so far, or of one that just ended
+    returns: jax.Array
+    lengths: jax.Array
+
+
+def count_episodes(episode: EpisodeStats, reward, done):
+    """After a step: each env's episode so far (0 where one ended), and the episodes that ended (0 where none did)."""
+    returns, lengths = episode.returns + reward, episode.lengths + 1
+    finished = EpisodeStats(jnp.where(done, returns, 0.0), jnp.where(done, lengths, 0))
+    return EpisodeStats(jnp.where(done, 0.0, returns), jnp.where(done, 0, lengths)), finished
+
+
+def logged(traj, values, returns, learning_rate) -> dict:
+    """What the log shows of an iteration, computed in its program: how many episodes ended, their returns and lengths
+    summed, the learning rate, and how much of the returns' variance the critic explains."""
+    episodes, finished = jnp.logical_or(traj.terminated, traj.truncated).sum(), traj.finished
+    stats = dict(episodes=episodes, return_sum=finished.returns.sum(), length_sum=finished.lengths.sum())
+    return stats | dict(learning_rate=learning_rate, explained_variance=1 - jnp.var(returns - values) / jnp.var(returns))
+
+
+def action_space(env_id: str) -> dict:
+    """The environment's actions, as the record names them: discrete (how many) or continuous (the shape, the bounds)."""
+    if env_id.startswith("Craftax"):  # all discrete; named without building one
+        return {"kind": "discrete"}
+    env, env_params = make_env(env_id)
+    space = env.action_space(env_params)
+    if isinstance(space, gymnax.environments.spaces.Discrete):
+        return {"kind": "discrete", "n": int(space.n)}
+    return {
+        "kind": "continuous",
+        "shape": list(space.shape),
+        "low": np.asarray(space.low).tolist(),
+        "high": np.asarray(space.high).tolist(),
+    }
 
 
 def strongly_typed(env_state):
@@ -436,7 +475,8 @@ def check_coefficients(args: Args) -> None:
 
 
 def check_args(args: Args):
-    """Validate everything before anything is built or written; returns (hidden, device)."""
+    """Validate everything before anything is built or written, then set jax's device and precision; returns
+    (hidden, device)."""
     hidden = parse_hidden(args.hidden)
     for name in ("total_timesteps", "num_seeds", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
         if getattr(args, name) <= 0:
@@ -454,18 +494,26 @@ def check_args(args: Args):
         raise UsageError("--rollout python steps one seed; it does not combine with --num-seeds")
     supported = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]  # that one downloads MNIST when built
     supported += ["Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1"]  # Craftax's symbolic ones (pixels: textures)
-    discrete = lambda env, env_params: isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete)
-    if args.env_id not in supported:  # named with the ids it can train, not those refused next (all Craftax's can)
-        ids = [e for e in supported if e.startswith("Craftax") or discrete(*make_env(e))]
-        raise UsageError(f"unsupported --env-id {args.env_id!r}; supported ids: {', '.join(ids)}")
-    if not discrete(*make_env(args.env_id)):  # to see its actions; train() makes its own
-        raise UsageError(f"{args.env_id} has continuous actions; only discrete-action environments are supported")
+    if args.env_id not in supported:  # named with the ids it can train, by their kind of actions
+        kinds = {"discrete": [], "continuous": []}
+        for e in supported:
+            kinds[action_space(e)["kind"]].append(e)
+        ids = "; ".join(f"{kind}-action ids: {', '.join(ids)}" for kind, ids in kinds.items())
+        raise UsageError(f"unsupported --env-id {args.env_id!r}; {ids}")
     device = jax.devices()[0] if args.cuda else jax.devices("cpu")[0]  # the GPU if jax sees one
     if args.cuda and device.platform == "cpu":
         print("no GPU visible to jax: running on the CPU", file=sys.stderr)
     if args.matmul_precision == "high" and device.platform == "cpu":
         raise UsageError("--matmul-precision high (TF32) needs an NVIDIA GPU: on CPUs only highest is the same arithmetic")
+    jax.config.update("jax_default_device", device)
+    # torch's names for XLA's: the same arithmetic in both frameworks (docs/usage.md, "Flags")
+    jax.config.update("jax_default_matmul_precision", {"highest": "highest", "high": "tensorfloat32"}[args.matmul_precision])
     return hidden, device
+
+
+def stack_seeds(runners: list):  # own
+    """One seed's runner, or several stacked on a leading axis (TrainState.create leaves its step a Python int)."""
+    return runners[0] if len(runners) == 1 else jax.tree.map(lambda *xs: jnp.stack(xs), *runners)
 
 
 def compile_iteration(jit, vmap, rollout, collect, update, args: Args):
@@ -643,6 +691,8 @@ class Log:
             "status": "ok",
             **{name: getattr(args, name) for name in ("env_id", "seed", "matmul_precision", "sync_timing")},  # also in args
             "env_backend": "gymnax",
+            "action_space": action_space(args.env_id),
+            "normalization": None,  # observations and rewards as the environment gives them, in every variant
             "rollout": args.rollout,  # own: scan, or python (a Python loop over the steps)
             "hidden": list(parse_hidden(args.hidden)),
             "args": dataclasses.asdict(args),
