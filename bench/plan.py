@@ -29,7 +29,7 @@ if __name__ == "__main__" and not __package__:  # run as `python bench/plan.py`:
     sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 from bench.compiler_caches import warm_compiler_caches
 from bench.outputs import out_problem
-from bench.presets import COLD, EXPERIMENTS, FULL, HIDDEN, PRESETS, STACK_ENVS, TIMED, AllBut
+from bench.presets import COLD, ENV_FLAGS, EXPERIMENTS, FULL, HIDDEN, PRESETS, STACK_ENVS, TIMED, AllBut
 from bench.run_records import other_machine, read_status, record_host, record_status, write_failure
 from bench.variants import ROOT, VariantError, discover, modules, scripts
 
@@ -269,7 +269,7 @@ def make_plan(p: dict, variants: list) -> list:
             if not allowed(v, "envs", [env]) or not allowed(v, "sizes", [size]):
                 continue
             n = iterations if "+" in v else p["iterations_of"].get(v, iterations)  # a setting runs its cell's
-            name, more = f"{exp}/{v}__{env}__{size}{tag}", [*flags, *by_name[v].flags]
+            name, more = f"{exp}/{v}__{env}__{size}{tag}", [*ENV_FLAGS.get(env, []), *flags, *by_name[v].flags]
             if num_envs is not None:  # None: the script's defaults (learn)
                 if exp == "scaling":
                     name += f"__n{num_envs:04d}"
