@@ -1,11 +1,8 @@
 """PPO on gymnax with PyTorch and torch.compile: the torch_compile variant of benchback.
 
-Read it beside ppo_torch.py: `diff ppo_torch.py ppo_torch_compile.py` shows the compilation and little else.
-The environments stay in JAX, one jitted, vmapped gymnax step per rollout step; actions go to JAX and observations
-come back through DLPack without a copy, the other env outputs once a rollout. PPO is everything above the harness
-line; `train` holds its loop. As in LeanRL, torch.compile wraps the policy step, the critic and the whole minibatch
-update (forward, loss, backward, clipping, Adam), the learning rate a tensor updated in place and every shape fixed:
-nothing recompiles after the first iteration.
+Read it beside ppo_torch.py: `diff ppo_torch.py ppo_torch_compile.py` shows the compilation and little else. As in
+LeanRL, torch.compile wraps the policy step, the critic and the whole minibatch update (forward, loss, backward,
+clipping, Adam), the learning rate a tensor updated in place, every shape fixed: nothing recompiles after iteration 0.
 
     python ppo_torch_compile.py --env-id CartPole-v1 --hidden 256,256,256
 """
@@ -39,7 +36,7 @@ class Args:
     cuda: bool = True
     """use the GPU when one is visible; the CPU otherwise"""
     env_id: str = "CartPole-v1"
-    """the gymnax environment id (discrete actions only), or Craftax-Classic-Symbolic-v1 or Craftax-Symbolic-v1"""
+    """the gymnax environment id (discrete or continuous actions), or Craftax-Classic-Symbolic-v1 or Craftax-Symbolic-v1"""
     total_timesteps: int = 819200
     """total environment steps; rounded down to whole iterations of num_envs * num_steps"""
     num_envs: int = 32
@@ -114,33 +111,50 @@ class MLP(nn.Sequential):
 class Agent(nn.Module):
     """Separate actor and critic tanh MLPs; observations are flattened (MinAtar grids are 10x10xC)."""
 
-    def __init__(self, obs_dim: int, hidden: Sequence[int], num_actions: int):
+    def __init__(self, obs_dim: int, hidden: Sequence[int], num_actions: int, continuous: bool):
         super().__init__()
-        self.actor = MLP(obs_dim, hidden, num_actions, out_gain=0.01)
+        self.actor = MLP(obs_dim, hidden, num_actions, out_gain=0.01)  # a logit per action, or a mean per dimension
         self.critic = MLP(obs_dim, hidden, 1, out_gain=1.0)
+        self.log_std = nn.Parameter(torch.zeros(num_actions)) if continuous else None  # CleanRL's: learned, for every state
 
     def forward(self, obs):
-        return self.logits(obs), self.value(obs)
+        return self.policy(obs), self.value(obs)
 
-    def logits(self, obs):  # acting needs the actor alone
-        return self.actor(obs.reshape(obs.shape[0], -1).float())
+    def policy(self, obs):  # acting needs the actor alone
+        return Policy(self.actor(obs.reshape(obs.shape[0], -1).float()), self.log_std)
 
     def value(self, obs):
         return self.critic(obs.reshape(obs.shape[0], -1).float()).squeeze(-1)
 
 
+class Policy(NamedTuple):  # a categorical over the logits; with log_std (continuous actions), a Normal around them
+    logits: torch.Tensor
+    log_std: Optional[torch.Tensor]
+
+    def sample(self):  # discrete: torch.multinomial's draws (CleanRL's Categorical.sample), argmax(probs / q), q ~ Exp(1),
+        if self.log_std is None:  # without its check of the probabilities on the host: a GPU sync every step
+            return (self.logits.log_softmax(-1).exp() / torch.empty_like(self.logits).exponential_()).argmax(-1)
+        return self.logits + self.log_std.exp() * torch.randn_like(self.logits)
+
+    def log_prob(self, action):
+        if self.log_std is None:
+            return self.logits.log_softmax(-1).gather(-1, action[:, None]).squeeze(-1)
+        return (-0.5 * ((action - self.logits) / self.log_std.exp()) ** 2 - self.log_std - np.log(2 * np.pi) / 2).sum(-1)
+
+    def entropy(self):
+        if self.log_std is None:
+            logprobs = self.logits.log_softmax(-1)
+            return -(logprobs.exp() * logprobs).sum(-1)
+        return (0.5 + 0.5 * np.log(2 * np.pi) + self.log_std).sum(-1)  # the same in every state
+
+
 # ---------------------------------------------------------------- rollout
-class EpisodeStats(NamedTuple):  # per env: the return and length of its episode so far, or of one that just ended
-    returns: jax.Array
-    lengths: jax.Array
-
-
 class EnvStep(NamedTuple):  # what a step of every env gives besides the next observation
     reward: jax.Array
     terminated: jax.Array
     truncated: jax.Array
     final_obs: jax.Array  # the observation reached before any auto-reset: its value bootstraps a truncation
-    finished: EpisodeStats  # the episodes that ended on this step (0 where none did)
+    finished: "EpisodeStats"  # (below, for the log) the episodes that ended on this step (0 where none did)
 
 
 class Transition(NamedTuple):  # one step of every env; a rollout's steps are stacked: (num_steps, num_envs, ...)
@@ -151,7 +165,7 @@ class Transition(NamedTuple):  # one step of every env; a rollout's steps are st
     terminated: torch.Tensor
     truncated: torch.Tensor
     final_obs: torch.Tensor
-    finished: EpisodeStats
+    finished: "EpisodeStats"
 
 
 class Runner(NamedTuple):  # what a rollout starts from: the envs' state, and the observation to act on (torch)
@@ -161,7 +175,7 @@ class Runner(NamedTuple):  # what a rollout starts from: the envs' state, and th
 
 class GymnaxState(NamedTuple):  # JAX arrays, on the JAX device
     env_state: object
-    episode: EpisodeStats
+    episode: "EpisodeStats"  # (below) of each env's episode so far
     key: jax.Array
 
 
@@ -173,7 +187,8 @@ class GymnaxEnvs:
     def __init__(self, env_id: str, num_envs: int, jax_device):
         self.env, self.env_params = make_env(env_id)
         self.num_envs, self.jax_device = num_envs, jax_device
-        self.num_actions = self.env.action_space(self.env_params).n
+        space = self.env.action_space(self.env_params)  # Discrete, or Box (continuous actions)
+        self.num_actions, self.continuous = (space.n, False) if hasattr(space, "n") else (space.shape[0], True)
         self.jax_step = jax.jit(self.step_envs)
         self.stack_steps = jax.jit(lambda outputs: jax.tree.map(lambda *steps: jnp.stack(steps), *outputs))  # one call
         # Neither allocator knows the other's stream: a buffer handed over and freed could be reused while a kernel queued
@@ -195,17 +210,13 @@ class GymnaxEnvs:
         key, step_key = jax.random.split(state.key)
         keys, step = jax.random.split(step_key, self.num_envs), jax.vmap(self.env.step, in_axes=(0, 0, 0, None))
         obs, env_state, reward, terminated, truncated, info = step(keys, state.env_state, action, self.env_params)
-        done = jnp.logical_or(terminated, truncated)
-        returns, lengths = state.episode.returns + reward, state.episode.lengths + 1
-        finished = EpisodeStats(jnp.where(done, returns, 0.0), jnp.where(done, lengths, 0))
-        episode = EpisodeStats(jnp.where(done, 0.0, returns), jnp.where(done, 0, lengths))
+        episode, finished = count_episodes(state.episode, reward, jnp.logical_or(terminated, truncated))  # (below)
         output = EnvStep(reward, terminated, truncated, info["final_observation"], finished)
         return GymnaxState(env_state, episode, key), obs, output
 
     def step(self, state: GymnaxState, action: torch.Tensor):
-        # torch -> JAX, zero-copy. int32: JAX runs without x64 and would convert (copy) an int64 action.
-        # On GPU, jax.dlpack.from_dlpack makes JAX's stream wait for torch's current stream.
-        action = action.int()
+        # torch -> JAX, zero-copy; on GPU, jax.dlpack.from_dlpack makes JAX's stream wait for torch's current stream.
+        action = action if self.continuous else action.int()  # JAX runs without x64: it would copy an int64 action
         state, obs, output = self.jax_step(state, jax.dlpack.from_dlpack(action))
         self.handed_over += [action, obs]
         # JAX -> torch, zero-copy. JAX's __dlpack__ blocks until the buffer is ready on CPU; on GPU it makes
@@ -222,12 +233,10 @@ class GymnaxEnvs:
 
 
 def policy_step(agent: Agent, obs):
-    """Sample as torch.multinomial(probs, 1) does (under CleanRL's Categorical.sample): argmax(probs / q), q ~ Exp(1),
-    the same draws. Written out because multinomial checks the probabilities on the host: a GPU sync every step."""
-    logprobs = agent.logits(obs).log_softmax(-1)
-    q = torch.empty_like(logprobs).exponential_()
-    action = (logprobs.exp() / q).argmax(-1)
-    return action, logprobs.gather(-1, action[:, None]).squeeze(-1)
+    """An action for each observation, sampled (continuous: unclipped; the environment clips it), and its log-probability."""
+    policy = agent.policy(obs)
+    action = policy.sample()
+    return action, policy.log_prob(action)
 
 
 def rollout(runner: Runner, env_step, envs, num_steps: int):
@@ -242,9 +251,8 @@ def rollout(runner: Runner, env_step, envs, num_steps: int):
 # ---------------------------------------------------------------- compute_gae
 def compute_gae(rewards, values, bootstrap_values, terminated, truncated, gamma, gae_lambda):
     """GAE over (num_steps, num_envs) tensors. bootstrap_values[t] is V of the observation step t reached before any
-    reset: a truncation is bootstrapped, only a termination cuts the value off; either ends the episode, which stops the
-    advantage from flowing back. advantage[t] = delta[t] + discount[t] * advantage[t + 1], solved by doubling, not
-    CleanRL's loop back over the steps: log2(num_steps) rounds of whole-tensor ops, where the loop launches 3 a step."""
+    reset: a truncation is bootstrapped, only a termination cuts the value off; either ends the episode. advantage[t] =
+    delta[t] + discount[t] * advantage[t + 1], solved by doubling: log2(num_steps) rounds of whole-tensor ops."""
     advantages = rewards + gamma * bootstrap_values * (1.0 - terminated.float()) - values
     discounts = gamma * gae_lambda * (1.0 - (terminated | truncated).float())
     shift = 1
@@ -274,19 +282,14 @@ def make_batch(traj: Transition, critic, args: Args):
         traj.reward, values, next_values, terminated, traj.truncated, args.gamma, args.gae_lambda
     )
     batch = Batch(*(x.flatten(0, 1) for x in (traj.obs, traj.action, traj.logprob, values, advantages, returns)))
-    episodes, finished = (traj.terminated | traj.truncated).sum(), traj.finished
-    stats = dict(episodes=episodes, return_sum=finished.returns.sum(), length_sum=finished.lengths.sum())
-    stats["explained_variance"] = 1 - (returns - values).var(correction=0) / returns.var(correction=0)
-    return batch, stats
+    return batch, logged(traj, values, returns)  # (below) what the log shows
 
 
 # ---------------------------------------------------------------- ppo_loss
-def ppo_loss(logits, value, mb: Batch, args: Args):
+def ppo_loss(policy: Policy, value, mb: Batch, args: Args):
     """Clipped surrogate + (clipped) value loss - entropy bonus, from the network's outputs."""
-    logprobs = logits.log_softmax(-1)
-    newlogprob = logprobs.gather(-1, mb.action[:, None]).squeeze(-1)
-    entropy = -(logprobs.exp() * logprobs).sum(-1).mean()
-    logratio = newlogprob - mb.logprob
+    entropy = policy.entropy().mean()
+    logratio = policy.log_prob(mb.action) - mb.logprob
     ratio = logratio.exp()
     advantage = (mb.advantage - mb.advantage.mean()) / (mb.advantage.std(correction=0) + 1e-8)  # as jnp.std
     pg_loss = torch.max(-advantage * ratio, -advantage * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)).mean()
@@ -314,8 +317,8 @@ LOSS_METRICS = ("policy_loss", "value_loss", "entropy", "old_approx_kl", "approx
 def minibatch_step(agent: Agent, optimizer, batch: Batch, index, args: Args):
     """One gradient step on the minibatch batch[index]: forward, loss, backward, global-norm clipping, Adam."""
     mb = Batch(*(x[index] for x in batch))
-    logits, value = agent(mb.obs)
-    loss, info = ppo_loss(logits, value, mb, args)
+    policy, value = agent(mb.obs)
+    loss, info = ppo_loss(policy, value, mb, args)
     loss.backward()
     nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm, foreach=False)  # per-parameter: inductor fuses them
     optimizer.step()
@@ -341,9 +344,7 @@ def update(learn_minibatch, batch: Batch, args: Args):
 def train(args: Args) -> dict:
     """Set up, then one loop over the iterations: rollout, the batch with its advantages, update. Returns the record."""
     start = time.perf_counter()
-    hidden, device, jax_device = check_args(args)
-    jax.config.update("jax_default_device", jax_device)
-    torch.set_float32_matmul_precision(args.matmul_precision)  # highest: float32; high: TF32, as JAX's tensorfloat32
+    hidden, device, jax_device = check_args(args)  # (below) which also sets the matmul precision
     torch._inductor.config.cpp_wrapper = device.type == "cpu"  # compiled code called from C++, not Python: less overhead
     # Dynamo traces loss.backward() into the update's one graph (opt-in; by default the backward is compiled apart).
     torch._dynamo.config.trace_autograd_ops = True
@@ -352,7 +353,7 @@ def train(args: Args) -> dict:
     envs = make_envs(args, device, jax_device)  # gymnax's (above), or on --env-backend torch_envs.py's (below)
     runner = Runner(*envs.reset(args.seed))
     torch.manual_seed(args.seed)  # after the envs: their resets draw from a generator of their own
-    agent = Agent(int(np.prod(runner.obs.shape[1:])), hidden, envs.num_actions).to(device)
+    agent = Agent(int(np.prod(runner.obs.shape[1:])), hidden, envs.num_actions, envs.continuous).to(device)
     lr = torch.tensor(args.learning_rate, device=device)  # a tensor, which the schedule updates in place
     # foreach Adam, which inductor compiles into the update (fused is opaque to dynamo); capturable for a tensor lr
     optimizer = torch.optim.Adam(agent.parameters(), lr=lr, eps=1e-5, foreach=True, capturable=True)
@@ -484,6 +485,42 @@ def make_envs(args: Args, device: torch.device, jax_device):
     return torch_envs.make_for_ppo(args.env_backend, args.env_id, args.num_envs, device, args.seed)
 
 
+class EpisodeStats(NamedTuple):  # per env: the return and length of its episode so far, or of one that just ended
+    returns: jax.Array
+    lengths: jax.Array
+
+
+def count_episodes(episode: EpisodeStats, reward, done):
+    """After a step: each env's episode so far (0 where one ended), and the episodes that ended (0 where none did)."""
+    returns, lengths = episode.returns + reward, episode.lengths + 1
+    finished = EpisodeStats(jnp.where(done, returns, 0.0), jnp.where(done, lengths, 0))
+    return EpisodeStats(jnp.where(done, 0.0, returns), jnp.where(done, 0, lengths)), finished
+
+
+def logged(traj, values, returns) -> dict:
+    """What the log shows of an iteration, computed on the device: how many episodes ended, their returns and lengths
+    summed, and how much of the returns' variance the critic explains."""
+    episodes, finished = (traj.terminated | traj.truncated).sum(), traj.finished
+    stats = dict(episodes=episodes, return_sum=finished.returns.sum(), length_sum=finished.lengths.sum())
+    return stats | dict(explained_variance=1 - (returns - values).var(correction=0) / returns.var(correction=0))
+
+
+def action_space(env_id: str) -> dict:
+    """The environment's actions, as the record names them: discrete (how many) or continuous (the shape, the bounds)."""
+    if env_id.startswith("Craftax"):  # all discrete; named without building one
+        return {"kind": "discrete"}
+    env, env_params = make_env(env_id)
+    space = env.action_space(env_params)
+    if isinstance(space, gymnax.environments.spaces.Discrete):
+        return {"kind": "discrete", "n": int(space.n)}
+    return {
+        "kind": "continuous",
+        "shape": list(space.shape),
+        "low": np.asarray(space.low).tolist(),
+        "high": np.asarray(space.high).tolist(),
+    }
+
+
 def strongly_typed(env_state):
     """gymnax's reset leaves some fields weakly typed (MountainCar's velocity is jnp.array(0.0)) and a step makes them
     strong: a jitted step would trace and compile again on its second call. Strong from the start (Craftax's state also
@@ -557,7 +594,8 @@ def check_coefficients(args: Args) -> None:
 
 
 def check_args(args: Args):
-    """Validate everything before anything is built or written; returns (hidden, device, jax_device)."""
+    """Validate everything before anything is built or written, then set jax's device and the matmul precision; returns
+    (hidden, device, jax_device)."""
     hidden = parse_hidden(args.hidden)
     for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
         if getattr(args, name) <= 0:
@@ -580,12 +618,12 @@ def check_args(args: Args):
             )
     supported = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]  # that one downloads MNIST when built
     supported += ["Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1"]  # Craftax's symbolic ones (pixels: textures)
-    discrete = lambda env, env_params: isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete)
-    if args.env_id not in supported:  # named with the ids it can train, not those refused next (all Craftax's can)
-        ids = [e for e in supported if e.startswith("Craftax") or discrete(*make_env(e))]
-        raise UsageError(f"unsupported --env-id {args.env_id!r}; supported ids: {', '.join(ids)}")
-    if not discrete(*make_env(args.env_id)):  # to see its actions; train() makes its own
-        raise UsageError(f"{args.env_id} has continuous actions; only discrete-action environments are supported")
+    if args.env_id not in supported:  # named with the ids it can train, by their kind of actions
+        kinds = {"discrete": [], "continuous": []}
+        for e in supported:
+            kinds[action_space(e)["kind"]].append(e)
+        ids = "; ".join(f"{kind}-action ids: {', '.join(ids)}" for kind, ids in kinds.items())
+        raise UsageError(f"unsupported --env-id {args.env_id!r}; {ids}")
     if args.env_backend == "gymnasium" and args.sync_debug:
         raise UsageError(
             "--sync-debug cannot run with --env-backend gymnasium: its envs step on the host, which every step waits for"
@@ -604,8 +642,13 @@ def check_args(args: Args):
     if args.matmul_precision == "high" and not gpu:
         raise UsageError("--matmul-precision high (TF32) needs an NVIDIA GPU: on CPUs only highest is the same arithmetic")
     index = torch.cuda.current_device() if gpu else 0
-    device = torch.device("cuda", index) if gpu else torch.device("cpu")
-    return hidden, device, jax.devices("gpu" if gpu else "cpu")[index]
+    device, jax_device = (
+        torch.device("cuda", index) if gpu else torch.device("cpu"),
+        jax.devices("gpu" if gpu else "cpu")[index],
+    )
+    jax.config.update("jax_default_device", jax_device)
+    torch.set_float32_matmul_precision(args.matmul_precision)  # highest: float32; high: TF32, as JAX's tensorfloat32
+    return hidden, device, jax_device
 
 
 def gpu_info(device: torch.device, jax_device) -> Optional[dict]:
@@ -762,6 +805,8 @@ class Log:
             "variant": VARIANT,
             "status": "ok",
             **{name: getattr(args, name) for name in ("env_id", "env_backend", "seed", "matmul_precision", "sync_timing")},
+            "action_space": action_space(args.env_id),
+            "normalization": None,  # observations and rewards as the environment gives them, in every variant
             "rollout": "python",  # a Python loop over the steps (in ppo_jax_linen.py: scan, or python with --rollout python)
             "hidden": list(parse_hidden(args.hidden)),
             "args": dataclasses.asdict(args),

@@ -184,11 +184,21 @@ def _pairs(flags: tuple) -> list:
 def _shows(args: dict, flag: str, value) -> bool:
     """Does a record's args hold what this flag sets? --no-a: a is false; --b 3: b is 3; --c: c is true."""
     key = flag[2:].replace("-", "_")
-    if value is not None:
-        return str(args.get(key)) == value
+    if value is not None:  # a number as the flag gives it or as the record prints it: "1e-3" and 0.001 alike
+        return str(args.get(key)) == value or _number(args.get(key)) == _number(value) is not None
     if key.startswith("no_") and key not in args:
         return args.get(key[3:]) is False
     return args.get(key) is True
+
+
+def _number(value):
+    """A flag's or a record's value as a number, or None (not a number; a bool is not one)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def modules(script: Path) -> list:
