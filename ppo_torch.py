@@ -74,7 +74,7 @@ class Args:
     # The benchmark's, not PPO's: how the run is set up, timed and recorded.
     env_backend: Literal["gymnax", "torch", "gymnasium"] = "gymnax"
     """gymnax: JAX's, handed over by DLPack every step; torch: torch_envs.py, gymnax's dynamics in PyTorch;
-    gymnasium: its vector envs on the CPU. torch and gymnasium have CartPole-v1 and Acrobot-v1."""
+    gymnasium: its vector envs on the CPU. torch and gymnasium have CartPole-v1, Acrobot-v1 and Pendulum-v1."""
     matmul_precision: Literal["highest", "high"] = "highest"
     """float32 matmul precision: highest = float32 in every framework; high = TF32 on an NVIDIA GPU"""
     sync_timing: bool = False
@@ -569,9 +569,7 @@ def check_args(args: Args):
         import torch_envs  # only when asked for; first, so that a wrong id is told this backend's ids alone
 
         if args.env_id not in torch_envs.ENVS:
-            raise UsageError(
-                f"--env-backend {args.env_backend} has {' and '.join(torch_envs.ENVS)}, not --env-id {args.env_id}"
-            )
+            raise UsageError(f"--env-backend {args.env_backend} has {', '.join(torch_envs.ENVS)}, not --env-id {args.env_id}")
     supported = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]  # that one downloads MNIST when built
     supported += ["Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1"]  # Craftax's symbolic ones (pixels: textures)
     if args.env_id not in supported:  # named with the ids it can train, by their kind of actions

@@ -1,4 +1,4 @@
-"""CartPole-v1 and Acrobot-v1 in PyTorch, with gymnax 1.0.1's dynamics, batched over environments on a torch device.
+"""CartPole-v1, Acrobot-v1 and Pendulum-v1 (continuous actions) in PyTorch, with gymnax 1.0.1's dynamics, batched over environments on a torch device.
 
 The PyTorch scripts can then train without JAX in the loop: each step is a handful of whole-batch tensor ops on
 the device the network lives on, as a PyTorch user would write a GPU environment. A step reads nothing back to
@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import torch
 
-ENVS = ("CartPole-v1", "Acrobot-v1")
+ENVS = ("CartPole-v1", "Acrobot-v1", "Pendulum-v1")
 
 
 class CartPoleState(NamedTuple):
@@ -42,13 +42,23 @@ class AcrobotState(NamedTuple):
     time: torch.Tensor
 
 
-class TorchEnv:
-    """What both environments share: reset, the time limit and gymnax's auto-resetting step. A subclass gives
-    step_env (gymnax's, without reset), get_obs, is_terminated and reset_state."""
+class PendulumState(NamedTuple):
+    """gymnax's Pendulum EnvState, one entry per environment (float32; time int32)."""
 
-    num_actions: int
+    theta: torch.Tensor
+    theta_dot: torch.Tensor
+    last_u: torch.Tensor
+    time: torch.Tensor
+
+
+class TorchEnv:
+    """What the environments share: reset, the time limit and gymnax's auto-resetting step. A subclass gives
+    step_env (gymnax's, without reset), get_obs and reset_state."""
+
+    num_actions: int  # discrete: how many actions; continuous: the action's dimensions
+    continuous = False
     observation_shape: tuple
-    max_steps_in_episode = 500  # both EnvParams' default
+    max_steps_in_episode = 500  # CartPole's and Acrobot's EnvParams' default
 
     def __init__(self, num_envs: int, device: torch.device | str = "cpu"):
         self.num_envs = num_envs
@@ -230,6 +240,49 @@ class Acrobot(TorchEnv):
         return self.get_obs(state), state, reward, terminated, self.is_truncated(state)
 
 
+class Pendulum(TorchEnv):
+    """gymnax's Pendulum-v1 (classic_control/pendulum.py): a torque in [-2, 2] on a pendulum that starts anywhere; the
+    reward is minus the cost of its angle from upright, its speed and the torque. Never terminated: 200 steps a run."""
+
+    num_actions = 1  # the torque
+    continuous = True
+    observation_shape = (3,)
+    max_steps_in_episode = 200
+    # gymnax's EnvParams defaults
+    max_speed = 8.0
+    max_torque = 2.0
+    dt = 0.05
+    g = 10.0
+    m = 1.0
+    l = 1.0  # noqa: E741
+
+    def reset_state(self, generator=None) -> PendulumState:
+        # angle in [-pi, pi), speed in [-1, 1), scaled as jax.random.uniform(minval=-high, maxval=high) scales its floats
+        high = torch.tensor([[math.pi], [1.0]], device=self.device)
+        theta, theta_dot = torch.rand((2, self.num_envs), generator=generator, device=self.device) * (2 * high) - high
+        zeros = torch.zeros(self.num_envs, device=self.device)
+        return PendulumState(theta, theta_dot, zeros, zeros.to(torch.int32))
+
+    def get_obs(self, state: PendulumState) -> torch.Tensor:
+        return torch.stack([torch.cos(state.theta), torch.sin(state.theta), state.theta_dot], dim=-1)
+
+    def step_env(self, state: PendulumState, action: torch.Tensor):
+        """gymnax's step_env without reset: (obs, state, reward, terminated, truncated)."""
+        u = action.to(torch.float32).squeeze(-1).clamp(-self.max_torque, self.max_torque)  # clipped here, as gymnax does
+        reward = -(angle_normalize(state.theta) ** 2 + 0.1 * state.theta_dot**2 + 0.001 * (u**2))
+        theta_dot = state.theta_dot + (
+            (3 * self.g / (2 * self.l) * torch.sin(state.theta) + 3.0 / (self.m * self.l**2) * u) * self.dt
+        )
+        theta_dot = theta_dot.clamp(-self.max_speed, self.max_speed)
+        state = PendulumState(state.theta + theta_dot * self.dt, theta_dot, u, state.time + 1)
+        return self.get_obs(state), state, reward, torch.zeros_like(reward, dtype=torch.bool), self.is_truncated(state)
+
+
+def angle_normalize(x: torch.Tensor) -> torch.Tensor:
+    """gymnax's (and Gymnasium's) angle into [-pi, pi): % takes the divisor's sign in torch as in jax.numpy."""
+    return ((x + math.pi) % (2 * math.pi)) - math.pi
+
+
 def wrap(x: torch.Tensor, m: float, big_m: float) -> torch.Tensor:
     """gymnax's wrap into [m, big_m): the same float32 arithmetic (big_m itself wraps to m). At an odd multiple of
     pi, where the quotient lies within rounding of an integer, this and XLA's fused version may land at opposite
@@ -243,7 +296,7 @@ def wrap(x: torch.Tensor, m: float, big_m: float) -> torch.Tensor:
 
 def make(env_id: str, num_envs: int, device: torch.device | str = "cpu") -> TorchEnv:
     """num_envs copies of env_id on device, stepped as one batch."""
-    envs = {"CartPole-v1": CartPole, "Acrobot-v1": Acrobot}
+    envs = {"CartPole-v1": CartPole, "Acrobot-v1": Acrobot, "Pendulum-v1": Pendulum}
     if env_id not in envs:
         raise ValueError(f"unsupported env id {env_id!r}; torch_envs supports {', '.join(ENVS)}")
     return envs[env_id](num_envs, device)
@@ -279,7 +332,9 @@ class GymnasiumEnv:
                 vectorization_mode="sync",
                 vector_kwargs={"autoreset_mode": gymnasium.vector.AutoresetMode.SAME_STEP},
             )
-        self.num_actions = int(self.envs.single_action_space.n)
+        space = self.envs.single_action_space  # Discrete, or Box (continuous actions)
+        self.continuous = not hasattr(space, "n")
+        self.num_actions = int(space.shape[0] if self.continuous else space.n)
         self.observation_shape = tuple(self.envs.single_observation_space.shape)
 
     def to_torch(self, x, dtype) -> torch.Tensor:
@@ -353,7 +408,7 @@ class PPOEnvs:
     that the step can be compiled whole with the policy."""
 
     def __init__(self, envs: TorchEnv | GymnasiumEnv):
-        self.envs, self.num_envs, self.num_actions = envs, envs.num_envs, envs.num_actions
+        self.envs, self.num_envs, self.num_actions, self.continuous = envs, envs.num_envs, envs.num_actions, envs.continuous
 
     def reset(self, seed: int):
         # A generator of its own: torch's, which the network's init draws from next, stays as the gymnax backend

@@ -252,10 +252,10 @@ def measure_calls(torch_module, env_id: str, hidden: str, num_envs: int, num_ste
     hidden_sizes = torch_module.parse_hidden(hidden)
     obs_dim = int(np.prod(runner.obs.shape[1:]))  # as train() sizes its Agent
     torch.manual_seed(1)
-    agent = torch_module.Agent(obs_dim, hidden_sizes, num_actions).to(device)
+    agent = torch_module.Agent(obs_dim, hidden_sizes, num_actions, False).to(device)
     eager = lambda obs: torch_module.policy_step(agent, obs)
     torch.manual_seed(1)
-    compile_agent = compile_module.Agent(obs_dim, hidden_sizes, num_actions).to(device)
+    compile_agent = compile_module.Agent(obs_dim, hidden_sizes, num_actions, False).to(device)
     torch._inductor.config.cpp_wrapper = device.type == "cpu"  # as ppo_torch_compile.py's train() sets it
     compiled = torch.compile(lambda obs: compile_module.policy_step(compile_agent, obs), dynamic=False)
     graphed = None
@@ -331,7 +331,7 @@ def measure_calls(torch_module, env_id: str, hidden: str, num_envs: int, num_ste
     # jits update (update_jit), on a batch of one minibatch.
     linen_args = linen.Args(env_id=env_id, num_envs=num_envs, num_steps=num_steps, hidden=hidden)
     linen_args = dataclasses.replace(linen_args, num_minibatches=1, update_epochs=1)
-    linen_agent = linen.Agent(hidden_sizes, num_actions)
+    linen_agent = linen.Agent(hidden_sizes, num_actions, False)
     # as its train() chains them, at a constant rate (its schedule anneals once an iteration)
     tx = optax.chain(optax.clip_by_global_norm(linen_args.max_grad_norm), optax.adam(linen_args.learning_rate, eps=1e-5))
     key, init_key = jax.random.split(jax.random.key(1))

@@ -42,7 +42,7 @@ ENV_FLAGS = {"Pendulum-v1": ["--learning-rate", "1e-3", "--gamma", "0.95", "--en
 BOTH = ["CartPole-v1", "Breakout-MinAtar"]  # the cells beyond size s: a cheap env and a dear one
 # The environments the stacks experiment runs, where the preset has them: torch_envs.ENVS (a test holds them equal),
 # which Gymnasium has too, with gymnax's dynamics.
-STACK_ENVS = ["CartPole-v1", "Acrobot-v1"]
+STACK_ENVS = ["CartPole-v1", "Acrobot-v1", "Pendulum-v1"]
 
 
 class AllBut(tuple):
@@ -190,14 +190,15 @@ PRESETS = {
         "timeout": 300,  # five times a torch_compile run's estimate: a hung run costs a part little
         "settings_in_overall": True,
     },
-    # Each script's default config (819200 steps) on CartPole-v1 and Acrobot-v1, seeds 1-10: enough for rliable's
-    # interval estimates (plot.py). On 2 CPU cores a run takes about 20 s (JAX) or 50-75 s (torch, torch_compile),
-    # but about 37 minutes for linen_nojit, which runs seeds 1-3 on CartPole-v1.
+    # Each script's default config (819200 steps) on CartPole-v1, Acrobot-v1 and Pendulum-v1 (continuous actions, with
+    # its ENV_FLAGS), seeds 1-10: enough for rliable's interval estimates (plot.py). On 2 CPU cores a run takes about
+    # 20 s (JAX) or 50-75 s (torch, torch_compile) on CartPole-v1, about 50 s and 110-150 s on Pendulum-v1, but about
+    # 37 minutes for linen_nojit, which runs seeds 1-3 on CartPole-v1.
     "learn": {
         "experiments": ["learn"],
         "repeats": 10,
         "timeout": 3600,
-        "learn_envs": ["CartPole-v1", "Acrobot-v1"],
+        "learn_envs": ["CartPole-v1", "Acrobot-v1", "Pendulum-v1"],
         "max_seeds": {"linen_nojit": 3},
         "restrict": {"linen_nojit:envs": ["CartPole-v1"]},
     },

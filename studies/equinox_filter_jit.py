@@ -104,7 +104,7 @@ def the_runner(opts: Options):
     env, env_params = module.gymnax.make(args.env_id)
     key, init_key, reset_key = jax.random.split(jax.random.key(args.seed), 3)
     obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
-    agent = module.Agent(int(np.prod(obs.shape[1:])), hidden, env.action_space(env_params).n, key=init_key)
+    agent = module.Agent(int(np.prod(obs.shape[1:])), hidden, env.action_space(env_params).n, False, key=init_key)
     schedule = optax.linear_schedule(args.learning_rate, 0.0, 100)
     tx = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(lambda c: schedule(c // 80), eps=1e-5))
     episode = module.EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))

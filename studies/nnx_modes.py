@@ -127,7 +127,7 @@ class Start:
         lr = lambda count: schedule(count // CALLS_PER_ITERATION)
         self.tx = optax.chain(optax.clip_by_global_norm(self.args.max_grad_norm), optax.adam(lr, eps=1e-5))
         init_key, data_key, self.key = jax.random.split(jax.random.key(seed), 3)
-        self.linen_agent = L.Agent(hidden, NUM_ACTIONS)
+        self.linen_agent = L.Agent(hidden, NUM_ACTIONS, False)
         self.params = self.linen_agent.init(init_key, jnp.zeros((1, OBS_DIM)))
         self.layers = {name: linen_layers(self.params, name) for name in ("actor", "critic")}
         self.batch = synthetic_batch(data_key, batch_size)
@@ -211,7 +211,7 @@ def linen_way(s: Start, granularity: str) -> Way:
 
 def equinox_way(s: Start, granularity: str) -> Way:
     E = s.scripts["equinox"]
-    agent = E.Agent(OBS_DIM, s.hidden, NUM_ACTIONS, key=jax.random.key(0))
+    agent = E.Agent(OBS_DIM, s.hidden, NUM_ACTIONS, False, key=jax.random.key(0))
     for name in ("actor", "critic"):
         agent = with_layers("jax_equinox", agent, name, s.layers[name])
     opt_state = s.tx.init(eqx.filter(agent, eqx.is_array))
@@ -281,7 +281,7 @@ BIND = {  # NNX way -> (f, *models) -> (f with the models bound, what runs once 
 
 def nnx_way(way: str, s: Start, granularity: str) -> Way:
     N = s.scripts["nnx"]
-    agent = N.Agent(OBS_DIM, s.hidden, NUM_ACTIONS, rngs=nnx.Rngs(0))
+    agent = N.Agent(OBS_DIM, s.hidden, NUM_ACTIONS, False, rngs=nnx.Rngs(0))
     for name in ("actor", "critic"):
         with_layers("jax_nnx", agent, name, s.layers[name])
     optimizer = nnx.Optimizer(agent, s.tx, wrt=nnx.Param)

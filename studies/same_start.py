@@ -46,10 +46,10 @@ def start_from_linen(variant: str, module, linen, seed: int):
     """Make module.train() build its network with the parameters ppo_jax_linen.py's train() draws for seed."""
     build = module.Agent
 
-    def agent_from_linen(obs_dim, hidden, num_actions, **rngs):
+    def agent_from_linen(obs_dim, hidden, num_actions, continuous, **rngs):
         _, init_key, _ = jax.random.split(jax.random.key(seed), 3)  # the scripts' init key
-        params = linen.Agent(hidden, num_actions).init(init_key, jnp.zeros((1, obs_dim)))["params"]  # shapes only
-        agent = build(obs_dim, hidden, num_actions, **rngs)
+        params = linen.Agent(hidden, num_actions, continuous).init(init_key, jnp.zeros((1, obs_dim)))["params"]
+        agent = build(obs_dim, hidden, num_actions, continuous, **rngs)  # (a log std starts at 0 in every framework)
         for name in ("actor", "critic"):
             dense = [params[name][f"Dense_{i}"] for i in range(len(params[name]))]
             agent = with_layers(variant, agent, name, [(d["kernel"], d["bias"]) for d in dense])

@@ -55,8 +55,8 @@ def clip_sides(agent, batch, index, args):
 
     with torch.no_grad():
         obs, action, logprob, value, advantage, returns = (x[index] for x in batch)
-        logits, new_value = agent(obs)
-        ratio = (logits.log_softmax(-1).gather(-1, action[:, None]).squeeze(-1) - logprob).exp()
+        policy, new_value = agent(obs)
+        ratio = (policy.log_prob(action) - logprob).exp()
         surrogate = ((ratio > 1 + args.clip_coef) & (advantage > 0)) | ((ratio < 1 - args.clip_coef) & (advantage < 0))
         clipped_value = value + (new_value - value).clamp(-args.clip_coef, args.clip_coef)
         value_error, clipped_error = (new_value - returns) ** 2, (clipped_value - returns) ** 2
@@ -154,7 +154,7 @@ def main(argv=None) -> int:
         def checked_act(obs):
             action, logprob = act(obs)
             with torch.no_grad():
-                samples.append((agent.logits(obs).softmax(-1), action.clone()))
+                samples.append((agent.policy(obs).logits.softmax(-1), action.clone()))
             return action, logprob
 
         return rollout(runner, checked_act, *rest)

@@ -167,17 +167,16 @@ def to_numpy(x):
 
 
 def loss_and_output_grads(variant: str, module, logits, value, mb, args):
-    """ppo_loss and the gradient of its total with respect to the network outputs."""
+    """ppo_loss of a categorical policy over `logits`, and the gradient of its total with respect to the network outputs."""
     if framework(variant) == "torch":
         logits, value = logits.clone().requires_grad_(), value.clone().requires_grad_()
-        loss, info = module.ppo_loss(logits, value, mb, args)
+        loss, info = module.ppo_loss(module.Policy(logits, None), value, mb, args)
         loss.backward()
         return loss, info, (logits.grad, value.grad)
     import jax
 
-    (loss, info), grads = jax.value_and_grad(lambda l, v: module.ppo_loss(l, v, mb, args), argnums=(0, 1), has_aux=True)(
-        logits, value
-    )
+    loss_of = lambda logits, value: module.ppo_loss(module.Policy(logits, None), value, mb, args)
+    (loss, info), grads = jax.value_and_grad(loss_of, argnums=(0, 1), has_aux=True)(logits, value)
     return loss, info, grads
 
 

@@ -34,6 +34,8 @@ SCHEMA_KEYS = {
     "status",
     "env_id",
     "env_backend",
+    "action_space",
+    "normalization",
     "rollout",
     "hidden",
     "seed",
@@ -268,9 +270,26 @@ def test_weakly_typed_env_state_does_not_recompile_the_iteration(variant, backgr
     assert record["compiles_after_first_iteration"] == 0
 
 
+def pendulum_run(directory, variant):
+    return tiny_run(directory, variant, "Pendulum-v1", 2)
+
+
+@in_background(pendulum_run)
+def test_a_continuous_action_run_names_its_action_space_and_compiles_once(variant, background):
+    """Pendulum-v1, a torque in [-2, 2]: a Gaussian policy, trained and recorded as a discrete one is, with no
+    recompilation; its parameters are the two networks' and one log standard deviation."""
+    proc, record, _ = background
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert record["action_space"] == {"kind": "continuous", "shape": [1], "low": -2.0, "high": 2.0}
+    assert record["normalization"] is None
+    assert record["compiles_after_first_iteration"] == 0
+    assert all(r is None or r < 0 for r in record["episodic_return"])  # Pendulum's rewards are costs
+    layers = lambda sizes: sum(a * b + b for a, b in zip(sizes, sizes[1:]))  # TINY's hidden layer: 16
+    assert record["param_count"] == 2 * layers([3, 16, 1]) + 1
+
+
 BAD_INPUTS = [
-    (["--env-id", "NoSuchEnv-v0"], "unsupported --env-id 'NoSuchEnv-v0'; supported ids: CartPole-v1"),
-    (["--env-id", "Pendulum-v1"], "only discrete-action environments are supported"),
+    (["--env-id", "NoSuchEnv-v0"], "unsupported --env-id 'NoSuchEnv-v0'; discrete-action ids: CartPole-v1"),
     (["--env-id", "MNISTBandit-bsuite"], "unsupported --env-id 'MNISTBandit-bsuite'"),
     (["--num-minibatches", "7"], "not divisible by --num-minibatches 7"),
     (["--hidden", ""], "--hidden"),
@@ -308,19 +327,22 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(variant, flags, message
 
 
 def test_an_unknown_env_id_is_answered_with_the_ids_the_script_can_train(variant):
-    """Its discrete-action ids, as env_cost.py names them: a continuous-action one would be refused next."""
+    """Every id env_cost.py takes, by the kind of its actions: gymnax's action space says which."""
+    import gymnax
+
     module = load(variant)
     with pytest.raises(module.UsageError) as refused:
         module.check_args(module.Args(env_id="NoSuchEnv-v0", cuda=False))
-    ids = str(refused.value).split("; supported ids: ")[1].split(", ")
-    assert ids == load_script.load("env_cost.py", "benchback_contract_env_cost").bad_env(["NoSuchEnv-v0"]).split("; ids: ")[
-        1
-    ].split(", ")
-    assert {"CartPole-v1", "Breakout-MinAtar", "Craftax-Classic-Symbolic-v1"} <= set(ids)
-    for continuous in ("Pendulum-v1", "MountainCarContinuous-v0"):
-        assert continuous not in ids
-        with pytest.raises(module.UsageError, match="has continuous actions"):
-            module.check_args(module.Args(env_id=continuous, cuda=False))
+    said = str(refused.value).split("; ", 1)[1]
+    kinds = dict(part.split("-action ids: ") for part in said.split("; "))
+    ids = {kind: listed.split(", ") for kind, listed in kinds.items()}
+    taken = load_script.load("env_cost.py", "benchback_contract_env_cost").bad_env(["NoSuchEnv-v0"]).split("; ids: ")[1]
+    assert sorted(ids["discrete"] + ids["continuous"]) == sorted(taken.split(", "))
+    assert {"CartPole-v1", "Breakout-MinAtar", "Craftax-Classic-Symbolic-v1"} <= set(ids["discrete"])
+    assert {"Pendulum-v1", "MountainCarContinuous-v0"} <= set(ids["continuous"])
+    for env_id in ids["continuous"]:
+        env, params = gymnax.make(env_id)
+        assert isinstance(env.action_space(params), gymnax.environments.spaces.Box), env_id
 
 
 def test_the_record_names_the_allocator_setting_it_ran_under(variant, monkeypatch):
@@ -346,8 +368,8 @@ ONE_PER_FRAMEWORK = [v for i, v in enumerate(VARIANTS) if framework(v) not in ma
 
 
 def run_with_a_bad_env(directory, variant):
-    """The script's process given a continuous-action env, and what it left in its directory."""
-    proc = run_script(variant, "--env-id", "Pendulum-v1", "--json-out", "x.json", cwd=directory)
+    """The script's process given an env id no library has, and what it left in its directory."""
+    proc = run_script(variant, "--env-id", "NoSuchEnv-v0", "--json-out", "x.json", cwd=directory)
     return proc, list(directory.iterdir())
 
 
@@ -356,7 +378,7 @@ def run_with_a_bad_env(directory, variant):
 def test_bad_input_from_the_shell_exits_2(variant, background):
     proc, left = background
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "discrete" in proc.stderr
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "continuous-action ids: Pendulum-v1" in proc.stderr
     assert left == []
 
 

@@ -12,8 +12,8 @@ import pytest
 from conftest import ROOT, SCRIPTS, framework
 
 # What a harness may write differently for torch and for JAX: how it finds its devices, how it describes a
-# GPU, and how the iteration's metrics come back to the host.
-FRAMEWORK_SPECIFIC = {"check_args", "gpu_info", "Log", "compiler_caches"}
+# GPU, how the iteration's statistics are computed and how its metrics come back to the host.
+FRAMEWORK_SPECIFIC = {"check_args", "gpu_info", "Log", "compiler_caches", "logged"}
 OWN = "# own"
 
 

@@ -146,8 +146,8 @@ def build_agent(variant: str, obs_dim: int, hidden, num_actions: int):
     if variant == "jax_nnx":
         from flax import nnx
 
-        return module.Agent(obs_dim, hidden, num_actions, rngs=nnx.Rngs(2))
-    return module.Agent(obs_dim, hidden, num_actions, key=jax.random.key(2))
+        return module.Agent(obs_dim, hidden, num_actions, False, rngs=nnx.Rngs(2))
+    return module.Agent(obs_dim, hidden, num_actions, False, key=jax.random.key(2))
 
 
 def layers_of(variant: str, agent, name: str) -> list:
@@ -164,7 +164,7 @@ def test_network_is_linens_network(variant):
     linen_module = load("jax_linen")
     hidden, num_actions = (16, 8), 3
     obs = jax.random.normal(jax.random.key(0), (5, 2, 3))  # flattened to 6 features by both
-    linen_params = linen_module.Agent(hidden, num_actions).init(jax.random.key(1), obs)["params"]
+    linen_params = linen_module.Agent(hidden, num_actions, False).init(jax.random.key(1), obs)["params"]
     agent = build_agent(variant, 6, hidden, num_actions)
     gains = [np.sqrt(2)] * len(hidden)
 
@@ -181,9 +181,10 @@ def test_network_is_linens_network(variant):
         agent = with_layers(variant, agent, name, [(d["kernel"], d["bias"] + 0.1) for d in dense])
 
     linen_params = jax.tree.map(lambda x: x + 0.1 if x.ndim == 1 else x, linen_params)
-    expected_logits, expected_value = linen_module.Agent(hidden, num_actions).apply({"params": linen_params}, obs)
-    logits, value = agent(obs)
-    np.testing.assert_allclose(logits, expected_logits, rtol=1e-6, atol=1e-6)
+    expected_policy, expected_value = linen_module.Agent(hidden, num_actions, False).apply({"params": linen_params}, obs)
+    policy, value = agent(obs)
+    logits = policy.logits
+    np.testing.assert_allclose(logits, expected_policy.logits, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(value, expected_value, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(agent.value(obs), value, rtol=1e-6, atol=1e-6)
     assert logits.dtype == value.dtype == jnp.float32

@@ -1,9 +1,9 @@
-"""GAE, the PPO loss and --hidden parsing of every variant against plain NumPy loops."""
+"""GAE, the PPO loss, the Gaussian policy and --hidden parsing of every variant against plain NumPy loops and scipy."""
 
 import numpy as np
 import pytest
 
-from conftest import load, loss_and_output_grads, make_batch, to_native, to_numpy
+from conftest import framework, load, loss_and_output_grads, make_batch, to_native, to_numpy
 from reference import gae_loop, ppo_loss_loop
 
 
@@ -105,6 +105,64 @@ def test_ppo_loss_and_output_gradients_match_numpy(variant, clip_vloss):
     np.testing.assert_allclose(
         to_numpy(grad_value), numeric_grad(f64(value), lambda v: reference(f64(logits), v)), rtol=1e-4, atol=1e-6
     )
+
+
+def test_the_gaussian_policy_is_scipys_normal(variant):
+    """Continuous actions: log-probability (summed over the action's dimensions), entropy, their gradients with
+    respect to mean and log standard deviation, and the samples' distribution, against scipy's Normal."""
+    import scipy.stats
+
+    module = load(variant)
+    rng = np.random.default_rng(2)
+    n, dims = 64, 3
+    mean = rng.normal(size=(n, dims)).astype(np.float32)
+    log_std = rng.normal(scale=0.5, size=dims).astype(np.float32)
+    action = (mean + 2 * rng.normal(size=(n, dims))).astype(np.float32)
+    f64 = lambda x: x.astype(np.float64)
+    std = np.exp(f64(log_std))
+    expected = scipy.stats.norm.logpdf(f64(action), f64(mean), std).sum(-1)
+    entropy = scipy.stats.norm.entropy(scale=std).sum()
+    # d log p / d mean = (a - mean) / std^2; d log p / d log_std = (a - mean)^2 / std^2 - 1 (each summed over rows)
+    z = (f64(action) - f64(mean)) / std
+    grad_mean, grad_log_std = z / std, (z**2 - 1).sum(0)
+    if framework(variant) == "torch":
+        mean_t, log_std_t = (to_native(variant, x).requires_grad_() for x in (mean, log_std))
+        policy = module.Policy(mean_t, log_std_t)
+        log_prob = policy.log_prob(to_native(variant, action))
+        log_prob.sum().backward()
+        grads = mean_t.grad, log_std_t.grad
+        got_entropy = policy.entropy()
+    else:
+        import jax
+
+        log_prob_of = lambda m, s: module.Policy(m, s).log_prob(to_native(variant, action))
+        log_prob = log_prob_of(to_native(variant, mean), to_native(variant, log_std))
+        grads = jax.grad(lambda m, s: log_prob_of(m, s).sum(), argnums=(0, 1))(
+            to_native(variant, mean), to_native(variant, log_std)
+        )
+        got_entropy = module.Policy(to_native(variant, mean), to_native(variant, log_std)).entropy()
+    np.testing.assert_allclose(to_numpy(log_prob), expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.broadcast_to(to_numpy(got_entropy), ()), entropy, rtol=1e-6)
+    np.testing.assert_allclose(to_numpy(grads[0]), grad_mean, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(grads[1]), grad_log_std, rtol=1e-4, atol=1e-4)
+
+    # samples: (draw - mean) / std is standard normal in every dimension
+    rows = np.broadcast_to(mean[:1], (200_000, dims))
+    policy = module.Policy(to_native(variant, np.ascontiguousarray(rows)), to_native(variant, log_std))
+    if framework(variant) == "torch":
+        import torch
+
+        torch.manual_seed(0)
+        draws = to_numpy(policy.sample())
+    else:
+        import jax
+
+        draws = to_numpy(policy.sample(jax.random.key(0)))
+    standard = (f64(draws) - f64(rows)) / std
+    np.testing.assert_allclose(standard.mean(0), 0, atol=0.01)  # 4.5 standard errors
+    np.testing.assert_allclose(standard.std(0), 1, atol=0.01)
+    for d in range(dims):
+        assert scipy.stats.kstest(standard[:, d], "norm").pvalue > 1e-3, d
 
 
 @pytest.mark.parametrize(

@@ -18,9 +18,9 @@ def recorded_agent(module, calls: list, forward: str):
     """module.Agent, each call recorded in `calls` as (method, number of observations)."""
 
     class Recorded(module.Agent):
-        def logits(self, obs):
-            calls.append(("logits", obs.shape[0]))
-            return super().logits(obs)
+        def policy(self, obs):
+            calls.append(("policy", obs.shape[0]))
+            return super().policy(obs)
 
         def value(self, obs):
             calls.append(("value", obs.shape[0]))
@@ -75,4 +75,4 @@ def test_the_actor_alone_acts_and_the_critic_runs_once_after_the_rollout(case, m
     traced = framework(variant) == "jax" and DECLARED[variant].compiles  # once, into the iteration's program
     assert critic.count(("value", ROLLOUT)) == (1 if traced else ITERATIONS), critic
     # Acting: the actor alone, on a rollout step's observations.
-    assert ("logits", STEP) in calls, calls
+    assert ("policy", STEP) in calls, calls

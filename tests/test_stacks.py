@@ -69,9 +69,9 @@ def test_linen_stepped_from_python_runs_the_scans_run(tmp_path, monkeypatch):
 
 
 REFUSED = [
-    ("torch", ["--env-backend", "torch", "--env-id", "Breakout-MinAtar"], "has CartPole-v1 and Acrobot-v1"),
-    ("torch", ["--env-backend", "gymnasium", "--env-id", "MountainCar-v0"], "has CartPole-v1 and Acrobot-v1"),
-    ("torch_compile", ["--env-backend", "torch", "--env-id", "NoSuchEnv-v0"], "has CartPole-v1 and Acrobot-v1, not"),
+    ("torch", ["--env-backend", "torch", "--env-id", "Breakout-MinAtar"], "has CartPole-v1, Acrobot-v1, Pendulum-v1"),
+    ("torch", ["--env-backend", "gymnasium", "--env-id", "MountainCar-v0"], "has CartPole-v1, Acrobot-v1, Pendulum-v1"),
+    ("torch_compile", ["--env-backend", "torch", "--env-id", "NoSuchEnv-v0"], "has CartPole-v1, Acrobot-v1, Pendulum-v1, not"),
     ("torch", ["--env-backend", "gymnasium", "--sync-debug"], "--sync-debug cannot run with --env-backend gymnasium"),
     ("torch_compile", ["--env-backend", "gymnasium", "--cuda-graphs"], "--cuda-graphs cannot capture"),
     ("jax_linen", ["--rollout", "python", "--num-seeds", "2"], "does not combine with --num-seeds"),

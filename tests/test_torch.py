@@ -106,7 +106,7 @@ def test_network_init_and_observation_flattening(variant):
     import torch
 
     torch.manual_seed(0)
-    agent = module.Agent(obs_dim=10 * 10 * 4, hidden=(64, 32), num_actions=3)
+    agent = module.Agent(obs_dim=10 * 10 * 4, hidden=(64, 32), num_actions=3, continuous=False)
     for mlp, head_gain in ((agent.actor, 0.01), (agent.critic, 1.0)):
         linears = [m for m in mlp if isinstance(m, torch.nn.Linear)]
         assert [tuple(m.weight.shape) for m in linears] == [(64, 400), (32, 64), (mlp[-1].out_features, 32)]
@@ -116,10 +116,16 @@ def test_network_init_and_observation_flattening(variant):
             np.testing.assert_allclose(gram.numpy(), gain**2 * np.eye(min(w.shape)), atol=1e-5)
             assert not linear.bias.any()
     obs = torch.rand(5, 10, 10, 4) < 0.5  # a MinAtar-like boolean grid
-    logits, value = agent(obs)
-    assert logits.shape == (5, 3) and value.shape == (5,) and logits.dtype == value.dtype == torch.float32
+    policy, value = agent(obs)
+    logits = policy.logits
+    assert (
+        policy.log_std is None
+        and logits.shape == (5, 3)
+        and value.shape == (5,)
+        and logits.dtype == value.dtype == torch.float32
+    )
     torch.testing.assert_close(agent.value(obs), value)
-    torch.testing.assert_close(agent.logits(obs), logits)
+    torch.testing.assert_close(agent.policy(obs).logits, logits)
 
 
 @pytest.mark.parametrize("variant", TORCH_VARIANTS)
@@ -130,7 +136,7 @@ def test_policy_step_samples_from_the_softmax_of_the_logits(variant):
 
     torch.manual_seed(0)
     logits = torch.tensor([[0.0, 1.0, -1.0, 2.0], [3.0, -30.0, 0.0, 0.5]]).repeat(100_000, 1)
-    agent = types.SimpleNamespace(logits=lambda obs: obs)  # the logits are the "observations"
+    agent = types.SimpleNamespace(policy=lambda obs: module.Policy(obs, None))  # the logits are the "observations"
     policy_step = module.policy_step
     if variant == "torch_compile":
         policy_step = torch.compile(policy_step, dynamic=False)
@@ -150,7 +156,7 @@ def test_policy_step_draws_what_categorical_sample_draws():
 
     torch.manual_seed(1)
     logits = 3 * torch.randn(8192, 3)
-    agent = types.SimpleNamespace(logits=lambda obs: obs)
+    agent = types.SimpleNamespace(policy=lambda obs: module.Policy(obs, None))
     torch.manual_seed(0)
     action, _ = module.policy_step(agent, logits)
     torch.manual_seed(0)
@@ -183,7 +189,7 @@ def test_compiled_updates_follow_the_eager_ones_over_iterations():
     history = {}
     for module in (eager, compiled):
         torch.manual_seed(0)
-        agent = module.Agent(obs_dim=4, hidden=(16, 16), num_actions=2)
+        agent = module.Agent(obs_dim=4, hidden=(16, 16), num_actions=2, continuous=False)
         lr = torch.tensor(args.learning_rate)
         if module is eager:
             optimizer = torch.optim.Adam(agent.parameters(), lr=lr, eps=1e-5, fused=True)
@@ -211,7 +217,7 @@ def test_compiled_updates_follow_the_eager_ones_over_iterations():
                     }
                 )
     torch.manual_seed(0)
-    start = eager.Agent(obs_dim=4, hidden=(16, 16), num_actions=2).parameters()
+    start = eager.Agent(obs_dim=4, hidden=(16, 16), num_actions=2, continuous=False).parameters()
     final = history["torch"][-1]["parameters"]
     assert all((p - p0).abs().max() > 1e-4 for p, p0 in zip(final, start))  # every parameter moved
     for iteration, (want, got) in enumerate(zip(history["torch"], history["torch_compile"])):
