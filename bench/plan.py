@@ -355,12 +355,18 @@ def warm_run(p: dict, run: Run) -> bool:
     return p["caches"] == "warm" and run.experiment not in COLD
 
 
+def and_list(items) -> str:
+    """ "a, b and c": a list in a sentence."""
+    items = list(items)
+    return " and ".join([", ".join(items[:-1]), items[-1]] if len(items) > 1 else items)
+
+
 def impossible(runs: list, by_name: dict) -> str:
     """A planned run its script would refuse (what a setting's flags cannot do with the run's), named, or ''."""
     for run in runs:
         v = by_name[run.variant]
         if "--env-backend" in v.flags and run.env not in STACK_ENVS:  # torch_envs.py's and Gymnasium's environments
-            return f"{run.variant} runs on {' and '.join(STACK_ENVS)} only, not --envs {run.env}"
+            return f"{run.variant} runs on {and_list(STACK_ENVS)} only, not --envs {run.env}"
         if "--rollout" in v.flags and "--num-seeds" in str(run.flags).split():
             return f"{run.variant} steps its rollout from Python, one seed at a time: not in the seeds experiment"
     return ""
@@ -371,7 +377,7 @@ def why_empty(p: dict, variants: list) -> str:
     reasons = []
     if "stacks" in p["experiments"]:
         if not set(p["envs"]) & set(STACK_ENVS):
-            reasons.append(f"the stacks experiment runs on {' and '.join(STACK_ENVS)} only (the stacks' environments)")
+            reasons.append(f"the stacks experiment runs on {and_list(STACK_ENVS)} only (the stacks' environments)")
         stacked = sorted({v.setting_of for v in variants if v.stack})
         if not set(p["variants"]) & set(stacked):
             reasons.append(f"the stacks experiment runs {', '.join(stacked)} only (the scripts with stacks)")

@@ -632,7 +632,6 @@ def sweep_beside_a_file(directory, flags, message):
 @pytest.mark.parametrize(
     "flags, message",
     [
-        (["--envs", "CartPole-v1,Pendulum-v1"], "--envs: Pendulum-v1 has continuous actions"),
         (["--envs", "CartPole-v2"], "--envs: unknown environment 'CartPole-v2'; ids: CartPole-v1"),
         (["--envs", "MNISTBandit-bsuite"], "unknown environment 'MNISTBandit-bsuite'"),
         (["--out", "/proc/benchback/out"], "--out /proc/benchback/out cannot be written: /proc does not accept files"),
@@ -1003,7 +1002,7 @@ def test_an_empty_list_or_an_unknown_value_names_its_option(tmp_path, flags, mes
 @pytest.mark.parametrize(
     "flags, message",
     [
-        (["--envs", "Breakout-MinAtar"], "the stacks experiment runs on CartPole-v1 and Acrobot-v1 only"),
+        (["--envs", "Breakout-MinAtar"], "the stacks experiment runs on CartPole-v1, Acrobot-v1 and Pendulum-v1 only"),
         (["--variants", "jax_nnx"], "the stacks experiment runs jax_linen, torch, torch_compile only"),
     ],
 )

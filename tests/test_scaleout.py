@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.presets import PRESETS
 from test_benchmark import BENCHMARK, FAKE_PLAN, expected_fake_names, fake_python, run_files, summary, sweep
 
 ROOT = BENCHMARK.parent
@@ -25,7 +26,7 @@ def expected_learn_names(repeats):
     return {
         f"learn/{v}__{env}__s__seed{seed}.json"
         for v in ("jax_linen", "torch")
-        for env in ("CartPole-v1", "Acrobot-v1")
+        for env in PRESETS["learn"]["learn_envs"]
         for seed in range(1, repeats + 1)
     }
 
@@ -292,9 +293,12 @@ def test_jobs_2_is_refused_for_timing_on_a_cpu_and_runs_learn_two_at_a_time(tmp_
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert {k for k in run_files(out) if k.startswith("learn/")} == expected_learn_names(2)
     runs = sorted(r for r in runs_of(ledger) if "/learn/" in r[3])
-    assert len(runs) == 8 and any(b[0] < a[1] for a, b in zip(runs, runs[1:]))  # two at once
-    assert re.search(r"^\[8/8 done, 0 failed\] elapsed \d+:\d\d:\d\d, remaining ~\d+:\d\d:\d\d  learn/", proc.stdout, re.M)
-    assert summary(proc.stdout) == (8, 0, 0)
+    n = len(expected_learn_names(2))
+    assert len(runs) == n and any(b[0] < a[1] for a, b in zip(runs, runs[1:]))  # two at once
+    assert re.search(
+        rf"^\[{n}/{n} done, 0 failed\] elapsed \d+:\d\d:\d\d, remaining ~\d+:\d\d:\d\d  learn/", proc.stdout, re.M
+    )
+    assert summary(proc.stdout) == (n, 0, 0)
 
 
 def test_jobs_on_devices_pin_each_run_to_one_device_and_never_share_one(tmp_path):
