@@ -51,6 +51,7 @@ COLUMNS = (
     Column("size l (1024x6)", "l", ("speed/cpu-l-12", "speed/cpu-l-12-jax")),
     Column("Craftax-Classic, size s", "s", ("speed/cpu",), env="Craftax-Classic-Symbolic-v1"),
     Column("full Craftax, size s", "s", ("speed/craftax-full", "speed/craftax-full-jax"), env="Craftax-Symbolic-v1"),
+    Column("Pendulum-v1 (continuous actions), size s", "s", ("speed/pendulum", "speed/pendulum-nojit"), env="Pendulum-v1"),
     Column("CartPole-v1, size s", "s", ("gpu/h100-preset",), env="CartPole-v1"),
 )
 FIRST = COLUMNS[0]  # the column whose runs give the last ones: iteration 0 (compilation) and peak memory
