@@ -274,6 +274,10 @@ def pendulum_run(directory, variant):
     return tiny_run(directory, variant, "Pendulum-v1", 2)
 
 
+# One script per framework by default; the others (about a minute together on 2 cores) under the slow marker.
+@pytest.mark.parametrize(
+    "variant", [v if v in ("jax_linen", "torch") else pytest.param(v, marks=pytest.mark.slow) for v in VARIANTS]
+)
 @in_background(pendulum_run)
 def test_a_continuous_action_run_names_its_action_space_and_compiles_once(variant, background):
     """Pendulum-v1, a torque in [-2, 2]: a Gaussian policy, trained and recorded as a discrete one is, with no
