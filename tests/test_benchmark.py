@@ -1016,7 +1016,10 @@ def test_a_plan_with_nothing_to_run_is_refused_saying_why(tmp_path, flags, messa
 @pytest.mark.parametrize(
     "flags, message",
     [
-        (["--variants", "torch+torchenv", "--envs", "Breakout-MinAtar"], "torch+torchenv runs on CartPole-v1 and Acrobot-v1"),
+        (
+            ["--variants", "torch+torchenv", "--envs", "Breakout-MinAtar"],
+            "torch+torchenv runs on CartPole-v1, Acrobot-v1 and Pendulum-v1",
+        ),
         (["--experiments", "seeds", "--variants", "jax_linen+pyloop"], "jax_linen+pyloop steps its rollout from Python"),
     ],
 )
