@@ -124,7 +124,7 @@ def test_plot_splits_the_rollout_with_the_floor_file_there_and_names_the_tool_th
     (split,) = json.loads((d / "summary.json").read_text())["handover"]
     assert split["floor_s"] == (0.03 if "host_cost.json" in files else 0.05)
     text = (d / "summary.md").read_text()
-    tool = "bench/host_cost.py" if "host_cost.json" in files else "bench/handover.py"
+    tool = "bench/host_cost.py" if "host_cost.json" in files else "bench/handover.py, since become bench/host_cost.py"
     assert f"({tool}, the median of its timed rollouts" in text and "; 0 files skipped" in text  # the trace is no run
 
 
