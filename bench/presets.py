@@ -192,8 +192,8 @@ PRESETS = {
     },
     # Each script's default config (819200 steps) on CartPole-v1, Acrobot-v1 and Pendulum-v1 (continuous actions, with
     # its ENV_FLAGS), seeds 1-10: enough for rliable's interval estimates (plot.py). On 2 CPU cores a run takes about
-    # 20 s (JAX) or 50-75 s (torch, torch_compile) on CartPole-v1, about 30 s, 110 s and 230 s (torch_compile) on Pendulum-v1, but about
-    # 37 minutes for linen_nojit, which runs seeds 1-3 on CartPole-v1.
+    # 20 s (JAX) or 50-75 s (torch, torch_compile) on CartPole-v1, about 30 s (JAX), 110 s (torch) and 230 s
+    # (torch_compile) on Pendulum-v1, but about 37 minutes for linen_nojit, which runs seeds 1-3 on CartPole-v1.
     "learn": {
         "experiments": ["learn"],
         "repeats": 10,
