@@ -175,6 +175,7 @@ def reset_keys(variant: str, env, monkeypatch, seed: int) -> np.ndarray:
     return seen[0]
 
 
+@pytest.mark.slow  # every variant's setup on Craftax, about 14 s on 2 cores: kept out of the default run's 15 minutes
 @pytest.mark.skipif(len(VARIANTS) < 2, reason="needs two variants to compare")
 def test_every_variant_starts_from_the_same_observations_for_the_same_seed(adapter, monkeypatch):
     keys = {v: reset_keys(v, adapter, monkeypatch, seed=5) for v in VARIANTS}
