@@ -350,9 +350,9 @@ def bash(name: str, value) -> str:
     return f"{name}={shlex.quote(str(value))}"
 
 
-def warm_run(p: dict, run: Run) -> bool:
-    """Whether the run loads its programs from the sweep's shared compiler caches (WARM_EXPERIMENTS below)."""
-    return p["caches"] == "warm" and run.experiment not in COLD
+def warm(p: dict, experiment: str) -> bool:
+    """Whether the experiment's runs load their programs from the sweep's shared compiler caches."""
+    return p["caches"] == "warm" and experiment not in COLD
 
 
 def and_list(items) -> str:
@@ -564,7 +564,7 @@ def plan_command(argv: list) -> int:
     jobs = plan.jobs or 1
     if a.task and a.keep_stale:  # its record was made otherwise, and is to be kept: the task would replace it
         run = runs[int(a.task) - 1]
-        status, why = read_status(os.path.join(out, f"{run.name}.json"), run, warm_run(p, run))
+        status, why = read_status(os.path.join(out, f"{run.name}.json"), run, warm(p, run.experiment))
         if status == "stale":
             print(f"benchmark.sh: {kept_stale([(run.name, why)])}", file=sys.stderr)
             return 2
@@ -597,7 +597,7 @@ def plan_command(argv: list) -> int:
         "HANDOVER_ENVS": sorted(handover_envs),
         "NUM_STEPS": p["iteration"]["num_steps"],
         # the runs of these experiments share the compiler caches under OUT/.caches, with this environment
-        "WARM_EXPERIMENTS": [] if p["caches"] == "cold" else [e for e in p["experiments"] if e not in COLD],
+        "WARM_EXPERIMENTS": [e for e in p["experiments"] if warm(p, e)],
         "WARM_ENV": [f"{k}={v}" for k, v in warm_compiler_caches(os.path.join(out, ".caches")).items()],
         "RUNS": [run.line() for run in runs],
         # what a setting made by the environment adds to a variable, VARIANT=NAME=VALUE (run_one adds VALUE to NAME's)
@@ -606,7 +606,9 @@ def plan_command(argv: list) -> int:
     }
     if plan.sweep:
         part, n = plan.part, max(plan.part, default=1)
-        found = {i: read_status(os.path.join(out, f"{run.name}.json"), run, warm_run(p, run)) for i, run in enumerate(runs)}
+        found = {
+            i: read_status(os.path.join(out, f"{run.name}.json"), run, warm(p, run.experiment)) for i, run in enumerate(runs)
+        }
         moved = begun_elsewhere(runs, found, out)
         found |= moved
         status = {i: s for i, (s, _) in found.items()}

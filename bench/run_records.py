@@ -147,15 +147,15 @@ XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false"
 
 KEPT_APART = (*ALLOCATOR, "XLA_FLAGS")  # variables of the environment under which two runs' times are not compared
 # OpenMP's, which the scripts' cpu_info() records under "openmp": how torch's threads wait changes its time twofold.
-# The values the torch scripts give themselves when the environment has none count as none.
+# The values the scripts give themselves when the environment has none (the torch scripts' wait) count as none.
 OPENMP = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
-SCRIPTS_OPENMP = {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "3000"}
 
 
 def openmp_setting(variables) -> str:
     """The OpenMP variables among `variables` (a record's cpu.openmp, or os.environ) other than the torch scripts'
     own, as one string, '' for none: a sweep is not resumed under others than its records'."""
-    kept = {name: variables.get(name) for name in OPENMP if variables.get(name) not in (None, SCRIPTS_OPENMP.get(name))}
+    own = dict(pair for v in declared() for pair in v.defaults)
+    kept = {name: variables.get(name) for name in OPENMP if variables.get(name) not in (None, own.get(name))}
     return " ".join(f"{name}={value}" for name, value in kept.items())
 
 

@@ -45,6 +45,7 @@ class Variant:
     gpu_only: bool = False  # a setting only a GPU runs: a plan without a GPU leaves it out
     num_seeds: bool = False  # its Args take --num-seeds: several seeds trained at once (the seeds experiment)
     stack: bool = False  # a setting that runs its script on other environment code (the stacks experiment)
+    defaults: tuple = ()  # what the script sets in its environment where it has no value: (NAME, VALUE) pairs
 
 
 class VariantError(ValueError):
@@ -57,6 +58,14 @@ def args_fields(tree: ast.Module) -> set:
         if isinstance(node, ast.ClassDef) and node.name == "Args":
             return {n.target.id for n in node.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
     return set()
+
+
+def environment_defaults(tree: ast.Module) -> tuple:
+    """The script's module-level os.environ.setdefault(NAME, VALUE) calls, read from its source: (NAME, VALUE) pairs."""
+    calls = [n.value for n in tree.body if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)]
+    return tuple(
+        tuple(ast.literal_eval(a) for a in call.args) for call in calls if ast.unparse(call.func) == "os.environ.setdefault"
+    )
 
 
 def tooling(tree: ast.Module, path: Path) -> dict:
@@ -89,7 +98,14 @@ def discover(root: Path = ROOT) -> list:
         settings = [(key, fields.pop(key)) for key in SETTINGS if key in fields]
         settings += [(STACKS, s) for s in fields.pop(STACKS, [])]
         num_seeds = "num_seeds" in args_fields(tree)
-        script = Variant(name=name, script=path.name, compiles=fields.pop("compiles", None), num_seeds=num_seeds, **fields)
+        script = Variant(
+            name=name,
+            script=path.name,
+            compiles=fields.pop("compiles", None),
+            num_seeds=num_seeds,
+            defaults=environment_defaults(tree),
+            **fields,
+        )
         found.append((script.order, name, script))
         for key, s in settings:
             setting = dataclasses.replace(

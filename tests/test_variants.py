@@ -54,6 +54,15 @@ def test_a_script_without_its_tooling_line_is_named(tmp_path):
         discover(tmp_path)
 
 
+def test_what_a_script_sets_in_its_environment_where_it_has_nothing_is_read_from_its_source(tmp_path):
+    """A sweep tells an OpenMP variable of its own from a script's (the torch scripts set how their threads wait)."""
+    tooling = 'TOOLING = {"framework": "torch", "order": 1, "color": "k"}\n'
+    sets = 'import os\n\nos.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")\nos.environ["OTHER"] = "1"\n'
+    (tmp_path / "ppo_sets.py").write_text(sets + tooling)
+    (tmp_path / "ppo_bare.py").write_text(tooling.replace('"order": 1', '"order": 2'))
+    assert {v.name: v.defaults for v in discover(tmp_path)} == {"sets": (("OMP_WAIT_POLICY", "PASSIVE"),), "bare": ()}
+
+
 def test_a_record_of_a_setting_is_reported_under_the_settings_name():
     assert setting_name("jax_nnx", {"cached_partial": False}) == "jax_nnx+nocache"
     assert setting_name("jax_nnx", {"cached_partial": True}) == "jax_nnx"
