@@ -345,6 +345,7 @@ measure_env_costs() {
   # the host's per-call costs and a trace of one torch iteration beside it (bench/host_cost.py).
   local rc=0
   if ((${#COST_ENVS[@]})); then  # (none where only the stacks experiment is timed; its floor is measured all the same)
+    echo "before the first run, each environment's cost per step (env_cost.py): ${COST_ENVS[*]}"
     # In the background, as the runs are (run_one): a signal is handled at once, and stops the measuring too.
     "$PYTHON" "$ROOT/env_cost.py" --out "$OUT/env_cost.json" --num-envs "$NUM_ENVS" "${COST_ENVS[@]}" &
     wait $! || rc=$?
@@ -353,10 +354,18 @@ measure_env_costs() {
   fi
   ((${#HANDOVER_ENVS[@]})) || return 0
   rc=0
+  # Its table and torch's warnings go to a log, which a failure shows: a sweep's screen is for its runs.
+  local log=$OUT/logs/host_cost.log
+  echo "host costs under the torch rollout (bench/host_cost.py, about a minute): ${HANDOVER_ENVS[*]}"
   "$PYTHON" "$ROOT/bench/host_cost.py" --out "$OUT/host_cost.json" --num-envs "$NUM_ENVS" --num-steps "$NUM_STEPS" \
-    "${HANDOVER_ENVS[@]}" &
+    "${HANDOVER_ENVS[@]}" >"$log" 2>&1 &
   wait $! || rc=$?
-  ((rc == 0)) || echo "warning: bench/host_cost.py failed (exit code $rc); plot.py will not split the torch rollouts"
+  if ((rc == 0)); then
+    echo "host costs: $OUT/host_cost.json (the table: $log)"
+  else
+    tail -n 5 "$log"
+    echo "warning: bench/host_cost.py failed (exit code $rc, $log); plot.py will not split the torch rollouts"
+  fi
 }
 
 # sweep: the serial sweep (PARALLEL=0: one run at a time) or --jobs/--devices; with --dry-run, the plan only.

@@ -401,6 +401,7 @@ import contextlib
 import importlib.metadata
 import io
 import json
+import logging  # own
 import platform
 import re
 import resource
@@ -712,8 +713,10 @@ def count_cache_event(event: str, **_) -> None:
 
 
 jax.monitoring.register_event_listener(count_cache_event)
-# own: and one per dynamo compilation, a frame (re)compiled, a lazy backward compiled or a CUDA graph recorded
+# own: and one per dynamo compilation, a frame (re)compiled, a lazy backward compiled or a CUDA graph recorded; and no
+# warning that the optimizer's profiler marks (torch/optim/optimizer.py) are left out of the compiled update
 torch._dynamo.callback_handler.register_start_callback(lambda _: COMPILES.append("dynamo"))  # own
+logging.getLogger("torch._dynamo.variables.ctx_manager").setLevel("ERROR")  # own: its warning_once("Profiler ...")
 
 
 class Log:
