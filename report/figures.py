@@ -89,15 +89,17 @@ def interval_bars(rows):
 
 
 def draw_ratios(ax, rows):
-    """Per row: its blocks as dots, the geometric mean as a bar with its interval."""
-    for i, r in enumerate(rows):
-        ax.scatter(np.full(len(r["blocks"]), i), r["blocks"], s=10, color="tab:blue", alpha=0.5)
-        ax.hlines(r["ratio"], i - 0.3, i + 0.3, color="k")
-    ax.errorbar(range(len(rows)), [r["ratio"] for r in rows], yerr=interval_bars(rows), fmt="none", color="k", capsize=4)
-    ax.axhline(1, color="gray", lw=0.8, ls="--")
-    ax.set_xticks(range(len(rows)), [f"{r['a']}\nvs {r['b']}" for r in rows], rotation=90, fontsize=6)
-    ax.set_xlim(-0.5, max(len(rows), 1) - 0.5)
-    ax.set_yscale("log")
+    """One row per pair, top to bottom, its label level: its blocks as dots, the geometric mean as a tick with its
+    interval."""
+    y = -np.arange(len(rows))
+    for i, r in zip(y, rows):
+        ax.scatter(r["blocks"], np.full(len(r["blocks"]), i), s=10, color="tab:blue", alpha=0.5)
+        ax.vlines(r["ratio"], i - 0.3, i + 0.3, color="k")
+    ax.errorbar([r["ratio"] for r in rows], y, xerr=interval_bars(rows), fmt="none", color="k", capsize=4)
+    ax.axvline(1, color="gray", lw=0.8, ls="--")
+    ax.set_yticks(y, [f"{r['a']} vs {r['b']}" for r in rows], fontsize=7)
+    ax.set_ylim(-max(len(rows), 1) + 0.5, 0.5)
+    ax.set_xscale("log")
 
 
 def name_envs(ax, x, gap=8, marked=()) -> None:
@@ -379,14 +381,21 @@ def durations(section, out) -> None:
 
 
 def speedups(section, out) -> None:
-    """Pairwise ratios of every two variants, per size and metric, with their intervals."""
+    """Pairwise ratios of every two variants, a row of panels per metric measured (a sweep on warm caches has no
+    iteration 0 or total), a panel per size, with their intervals."""
     sizes, rows = section["sizes"], section["rows"]
-    fig, axes = plt.subplots(len(SPEEDUP_METRICS), len(sizes), figsize=(4 + 3 * len(sizes), 11), squeeze=False)
-    for row, metric in zip(axes, SPEEDUP_METRICS):
+    metrics = [m for m in SPEEDUP_METRICS if rows[m]]
+    pairs = max(sum(r["size"] == size for r in rows[m]) for m in metrics for size in sizes)
+    height = len(metrics) * (0.9 + 0.22 * pairs)
+    fig, axes = plt.subplots(len(metrics), len(sizes), figsize=(2.6 + 3.4 * len(sizes), height), squeeze=False)
+    for row, metric in zip(axes, metrics):
         for ax, size in zip(row, sizes):
-            draw_ratios(ax, [r for r in rows[metric] if r["size"] == size])
-            ax.set(title=f"{metric}, size {size}", ylabel="time(B) / time(A)")
+            mine = [r for r in rows[metric] if r["size"] == size]
+            draw_ratios(ax, mine)
+            ax.set(title=f"{metric}, size {size}", xlabel="time(B) / time(A)")
             ax.title.set_fontsize(8)
+            if not mine:
+                ax.text(0.5, 0.5, f"no pair measured at size {size}", transform=ax.transAxes, ha="center", fontsize=8)
     save(fig, out, "speedup.png")
 
 

@@ -22,7 +22,7 @@ def render(summary) -> str:
         ("Rollout vs update (--sync-timing)", summary.rollout_update, split),
         ("Compilation on/off", summary.compilation, compilation),
         ("Peak memory", summary.memory, memory),
-        ("Total duration by environment cost", summary.durations, durations),
+        ("Durations by environment cost", summary.durations, durations),
         ("Pairwise speedups", summary.speedups, speedups),
         ("Scaling with --num-envs", summary.scaling, scaling),
         ("Seeds at once (--num-seeds) against one by one", summary.seeds, seeds),
@@ -51,14 +51,20 @@ def markdown_header(h) -> list:
     ]
     caches = h["caches"]
     if caches["warm"]:  # records from before the caches were shared name none: every run compiled from cold
+        anyway = caches["compiled_anyway"]
         lines.append(
-            f"- compiler caches: {caches['warm']} runs loaded their programs from the sweep's warm caches (their"
-            f" iteration 0 is not a compile time), {caches['cold']} compiled from cold (the compile figures)"
+            f"- compiler caches: {caches['warm']} runs were given the sweep's warm caches, {caches['cold']} compiled from"
+            f" cold (the compile figures); of the warm, {caches['warm'] - len(anyway)} loaded their programs (their"
+            f" iteration 0 is not a compile time)" + (f" and {len(anyway)} compiled them afresh" if anyway else "")
         )
-        lines += [
-            f"- given warm caches but compiled afresh (the caches missed): {experiment}/{variant} {env} {size} seed {seed}"
-            for experiment, variant, env, size, seed in caches["compiled_anyway"]
-        ]
+        if anyway:
+            lines.append(
+                "- compiled afresh, the caches holding none of their programs yet (a variant's first run on an environment"
+                " and size fills them): "
+                + ", ".join(
+                    f"{experiment}/{variant} {env} {size} seed {seed}" for experiment, variant, env, size, seed in anyway
+                )
+            )
     if h.get("smoke_test"):
         lines.append(
             f"- {h['smoke_test']} runs step fewer than 256 steps a rollout (the quick preset's smoke test): start-up and"
@@ -338,13 +344,16 @@ def memory(rows) -> list:
 
 
 def durations(s) -> list:
-    totals, variants, x = s["totals"], s["variants"], s["axis"][0]
-    rows = [
-        [env, size, *[fmt(totals.get((v, env, size))) for v in variants]]
-        for size in s["sizes"]
-        for env in sorted(s["envs"], key=x.get)
-    ]
-    return [image("duration.png"), "Total duration (s), median over seeds:", "", table(["env", "size", *variants], rows)]
+    variants, x = s["variants"], s["axis"][0]
+    lines = [image("duration.png")]
+    for key, what in (("steady", "Steady iteration"), ("first", "Iteration 0"), ("totals", "Total duration")):
+        rows = [
+            [env, size, *[fmt(s[key].get((v, env, size))) for v in variants]]
+            for size in s["sizes"]
+            for env in sorted(s["envs"], key=x.get)
+        ]
+        lines += [f"{what} (s), median over seeds:", "", table(["env", "size", *variants], rows), ""]
+    return lines[:-1]
 
 
 def speedups(s) -> list:

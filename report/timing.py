@@ -308,9 +308,12 @@ def memory(runs):
 
 
 def durations(runs):
-    """The total duration per (variant, env, size), median over seeds."""
-    totals = median_by(runs, lambda r: (r.variant, r.env, r.size), lambda r: r.total)
+    """The steady iteration, iteration 0 and the total duration per (variant, env, size), each the median over seeds."""
+    cell = lambda r: (r.variant, r.env, r.size)
+    totals = median_by(runs, cell, lambda r: r.total)
     return {
+        "steady": median_by(runs, cell, lambda r: r.steady),
+        "first": median_by(runs, cell, lambda r: r.record["iteration_durations"][0]),
         "totals": totals,
         "envs": sorted({r.env for r in runs}),
         "variants": ordered([k[0] for k in totals], VARIANTS),
