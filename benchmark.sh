@@ -3,7 +3,7 @@
 #
 #   bash benchmark.sh                                # the original study's GPU sweep (--preset full)
 #   bash benchmark.sh --preset cpu                   # the study's answer on 2 CPU cores (--dry-run: its estimated time)
-#   bash benchmark.sh --preset quick --out /tmp/q    # a smoke test, under 3 minutes on 2 CPU cores
+#   bash benchmark.sh --preset quick --out /tmp/q    # a smoke test, 2.5 to 4 minutes on 2 CPU cores
 #   bash benchmark.sh --preset learn                 # every variant learns CartPole-v1 and Acrobot-v1 (10 seeds)
 #   bash benchmark.sh --preset gpu-check             # first on a GPU: every variant, every check, one table
 #   bash benchmark.sh --preset gpu --part next       # one GPU's headline sweep, its next part (--dry-run lists them)

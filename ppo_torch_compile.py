@@ -713,10 +713,10 @@ def count_cache_event(event: str, **_) -> None:
 
 
 jax.monitoring.register_event_listener(count_cache_event)
-# own: and one per dynamo compilation, a frame (re)compiled, a lazy backward compiled or a CUDA graph recorded; and no
-# warning that the optimizer's profiler marks (torch/optim/optimizer.py) are left out of the compiled update
+# own: and one per dynamo compilation, a frame (re)compiled, a lazy backward compiled or a CUDA graph recorded
 torch._dynamo.callback_handler.register_start_callback(lambda _: COMPILES.append("dynamo"))  # own
-logging.getLogger("torch._dynamo.variables.ctx_manager").setLevel("ERROR")  # own: its warning_once("Profiler ...")
+# own: no warning that the optimizer's profiler marks (torch/optim/optimizer.py) stay out of the compiled update
+logging.getLogger("torch._dynamo.variables.ctx_manager").setLevel("ERROR")  # own
 
 
 class Log:
