@@ -4,7 +4,7 @@
 #   bash benchmark.sh                                # the original study's GPU sweep (--preset full)
 #   bash benchmark.sh --preset cpu                   # the study's answer on 2 CPU cores (--dry-run: its estimated time)
 #   bash benchmark.sh --preset quick --out /tmp/q    # a smoke test, 2.5 to 4 minutes on 2 CPU cores
-#   bash benchmark.sh --preset learn                 # every variant learns CartPole-v1 and Acrobot-v1 (10 seeds)
+#   bash benchmark.sh --preset learn                 # every variant learns CartPole-v1, Acrobot-v1, Pendulum-v1
 #   bash benchmark.sh --preset gpu-check             # first on a GPU: every variant, every check, one table
 #   bash benchmark.sh --preset gpu --part next       # one GPU's headline sweep, its next part (--dry-run lists them)
 #   bash benchmark.sh --preset full --variants jax_linen,torch --sizes s --dry-run
@@ -34,8 +34,8 @@
 #   scaling  (4) --num-envs sweep on CartPole-v1 with the small model: cost vs amount of work
 #   seeds        --num-seeds 1, 4, 16 (64): seeds trained at once where a script takes it, beside one seed of every
 #                variant, at size s: N seeds at once against N one after another
-#   learn        CartPole-v1 and Acrobot-v1, each script's default config, over many seeds: does every
-#                variant learn, and how many seconds does it take to?
+#   learn        CartPole-v1, Acrobot-v1 and Pendulum-v1, each script's default config (Pendulum-v1: its settings),
+#                over many seeds: does every variant learn, and how many seconds does it take to?
 #
 # Environment: PYTHON (default python3) is the interpreter the variant scripts run under.
 set -euo pipefail

@@ -6,6 +6,7 @@ is the same but for those that must speak to the framework (its devices and GPU 
 
 import ast
 import difflib
+import functools
 
 import pytest
 
@@ -22,17 +23,18 @@ def harness_text(variant: str) -> str:
     return text[text.index("-- benchmark harness\n") :]
 
 
+@functools.cache  # read once: every function's test asks it of every script
 def harness(variant: str) -> dict:
     """{name: source} of the top-level functions and classes below the harness line."""
     text = (ROOT / SCRIPTS[variant]).read_text()
-    line = next(i for i, line in enumerate(text.splitlines(), 1) if line.endswith("-- benchmark harness"))
-    tree = ast.parse(text)
+    lines = text.splitlines()
+    line = next(i for i, line in enumerate(lines, 1) if line.endswith("-- benchmark harness"))
     return {
-        node.name: ast.get_source_segment(text, node)
-        for node in tree.body
+        node.name: "\n".join(lines[node.lineno - 1 : node.end_lineno])
+        for node in ast.parse(text).body
         if isinstance(node, (ast.FunctionDef, ast.ClassDef))
         and node.lineno > line
-        and OWN not in text.splitlines()[node.lineno - 1]  # a script's own function
+        and OWN not in lines[node.lineno - 1]  # a script's own function
     }
 
 

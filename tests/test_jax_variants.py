@@ -124,6 +124,7 @@ def test_nojit_runs_eagerly_not_compiled():
     assert names["jit(step)"] == 1  # gymnax's own jax.jit on env.step, compiled once, as shipped
 
 
+@pytest.mark.slow  # about 45 s on 2 cores, most of it each op's first dispatch without jit
 @needs("linen_nojit", "jax_linen")
 def test_nojit_is_linen_arithmetic_without_jit():
     """Same seed, same config: the eager script takes the jitted one's trajectory exactly."""
