@@ -86,7 +86,7 @@ Options:
   --dry-run            print the plan and what is already done; run nothing
   --part I|next        run part I of the preset's plan alone, or the first part with a run still to do (next): the
                        gpu preset's plan cut, in its order, into parts of whole blocks of at most 8 minutes by the
-                       estimate, to run in sittings; --dry-run without it lists them. A sweep resumed on another
+                       estimate, to run one at a time; --dry-run without it lists them. A sweep resumed on another
                        machine of the same GPU model continues it; a block begun elsewhere is timed again here, whole
   --list               print the plan, one "INDEX NAME" line per run (indices 1..N); run nothing
   --task I             run the plan's run I alone: skipped if its record exists (or another process

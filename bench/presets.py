@@ -60,7 +60,7 @@ class AllBut(tuple):
 # (bench/variants.py; left out of a sweep on a machine without one) and whose estimate is derived for a GPU
 # (bench/run_costs.py). settings_in_overall: the overall experiment's blocks hold the GPU-only settings beside every
 # variant (so the answer has torch's best against Linen). repeats_in[EXPERIMENT] caps an experiment's repeats.
-# groups: the order of the plan, for a sweep that runs in sittings (a GPU had for minutes): a list of groups, each the
+# groups: the order of the plan, for a sweep stopped early or run a part at a time: a list of groups, each the
 # runs of some experiments (and envs, and seeds up to a number) that answer one question, in the order they answer;
 # within a group, every seed of a cell before the next cell, by size and env, so that a sweep stopped early holds
 # whole cells with intervals. A run no group takes comes last. part_minutes: cut the plan, in its order, into parts
@@ -163,7 +163,7 @@ PRESETS = {
     # beside it (its gpu_environment setting); (4) compile times: every variant and setting at s, m and l on
     # CartPole-v1, one cold run each; then 3 more seeds of (1) and (2). Three blocks a cell first. 11 iterations: a
     # steady time over 10, on a GPU held alone. The timed runs share warm compiler caches: only a cell's first run
-    # compiles (docs/sweep.md). `--part next` runs the first part with a run still to do, so that any sitting on a
+    # compiles (docs/sweep.md). `--part next` runs the first part with a run still to do, so that any later run on a
     # GPU of the same model continues the sweep with one command.
     "gpu": {
         "for_gpu": True,
