@@ -1,8 +1,7 @@
 """PPO on gymnax with PyTorch and torch.compile: the torch_compile variant of benchback.
 
-Read it beside ppo_torch.py: `diff ppo_torch.py ppo_torch_compile.py` shows the compilation and little else. As in
-LeanRL, torch.compile wraps the policy step, the critic and the whole minibatch update (forward, loss, backward,
-clipping, Adam), the learning rate a tensor updated in place, every shape fixed: nothing recompiles after iteration 0.
+Read it beside ppo_torch.py: their diff is the compilation and little else. As in LeanRL, torch.compile wraps the
+policy step, the critic and the whole minibatch update (loss, backward, clipping, Adam), shapes fixed: nothing recompiles.
 
     python ppo_torch_compile.py --env-id CartPole-v1 --hidden 256,256,256
 """
@@ -346,8 +345,7 @@ def train(args: Args) -> dict:
     start = time.perf_counter()
     hidden, device, jax_device = check_args(args)  # (below) which also sets the matmul precision
     torch._inductor.config.cpp_wrapper = device.type == "cpu"  # compiled code called from C++, not Python: less overhead
-    # Dynamo traces loss.backward() into the update's one graph (opt-in; by default the backward is compiled apart).
-    torch._dynamo.config.trace_autograd_ops = True
+    torch._dynamo.config.trace_autograd_ops = True  # loss.backward() in the update's one graph (else compiled apart)
     num_iterations = args.total_timesteps // (args.num_envs * args.num_steps)
 
     envs = make_envs(args, device, jax_device)  # gymnax's (above), or on --env-backend torch_envs.py's (below)
@@ -441,6 +439,7 @@ def compiler(args: Args):  # own: train's torch.compile
     # What reduce-overhead adds to default and max-autotune to max-autotune-no-cudagraphs (torch.compile's docstring).
     graphs = {"default": "reduce-overhead", "max-autotune-no-cudagraphs": "max-autotune"}
     mode = graphs[args.compile_mode] if args.cuda_graphs else args.compile_mode
+    logging.getLogger("torch._dynamo.variables.ctx_manager").setLevel("ERROR")  # off: "Profiler record function ... ignored"
 
     def compiled(fn, calls_a_graph_once: bool = False):
         fn = torch.compile(fn, mode=mode, dynamic=False)
@@ -715,8 +714,6 @@ def count_cache_event(event: str, **_) -> None:
 jax.monitoring.register_event_listener(count_cache_event)
 # own: and one per dynamo compilation, a frame (re)compiled, a lazy backward compiled or a CUDA graph recorded
 torch._dynamo.callback_handler.register_start_callback(lambda _: COMPILES.append("dynamo"))  # own
-# own: no warning that the optimizer's profiler marks (torch/optim/optimizer.py) stay out of the compiled update
-logging.getLogger("torch._dynamo.variables.ctx_manager").setLevel("ERROR")  # own
 
 
 class Log:
