@@ -223,7 +223,8 @@ def test_plot_reproduces_known_ratios_and_writes_every_png(background):
     assert len(t["Speedup, total"]) == 2 * 15  # every pair of the six variants, per size
     # torch on Breakout-MinAtar at m: its steady iteration 0.8 s, iteration 0 30x that, in total 40 s x 8
     steady, first, total = (t[f"Durations by environment cost{n}"] for n in ("", " #2", " #3"))
-    assert [close(float(row(rows, "Breakout-MinAtar", "m")[4]), v) for rows, v in ((steady, 0.8), (first, 24), (total, 320))]
+    for rows, value in ((steady, 0.8), (first, 24), (total, 320)):
+        assert close(float(row(rows, "Breakout-MinAtar", "m")[4]), value), rows
 
     # Overhead of jax_linen (factor 1): setup 1 s; windows: iteration 0 = 3 s, 1-7 = 0.1 s, 8-end = 0.05 s.
     assert [float(c) for c in row(t["Overhead: iteration 0 vs 1-7 vs 8-end"], "s", "jax_linen")] == [1, 3, 0.1, 0.05]
