@@ -777,6 +777,7 @@ def test_iterations_applies_to_the_stacks_experiment_too():
     assert loaded.runs and {int(run.iterations) for run in loaded.runs} == {3}
 
 
+@pytest.mark.slow  # 17 s on 2 cores; the sync experiment's floor test above runs the same measuring by default
 def test_a_stacks_only_sweep_measures_the_hand_over_floor(tmp_path):
     """The stacks' report splits the torch rollouts at the floor: a sweep of the stacks alone measures it too."""
     python, measures = stub_python(tmp_path)

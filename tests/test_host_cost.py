@@ -66,10 +66,10 @@ def test_measures_each_env_and_call_once_and_keeps_what_it_has(background):
 @pytest.mark.parametrize(
     "flags, message",
     [
-        (["CartPole-v1", "NoSuchEnv-v0"], "error: unsupported --env-id 'NoSuchEnv-v0'"),
         (["--calls", "0", "CartPole-v1"], "error: --calls must be positive; got 0"),
         (["--num-envs", "-1", "CartPole-v1"], "error: --num-envs must be positive; got -1"),
         # (each below loads ppo_torch.py, torch and jax, before its check: about 15 s on 2 cores)
+        pytest.param(["CartPole-v1", "NoSuchEnv-v0"], "error: unsupported --env-id 'NoSuchEnv-v0'", marks=pytest.mark.slow),
         pytest.param(["--hidden", "64,x", "CartPole-v1"], "error: --hidden must be comma-separated", marks=pytest.mark.slow),
         pytest.param(
             ["--num-envs", "3", "--num-steps", "3", "CartPole-v1"], "error: num_envs * num_steps = 9", marks=pytest.mark.slow
