@@ -5,7 +5,7 @@ arithmetic. If the program XLA runs for an iteration is the same after XLA's opt
 has not changed, only the Python around it could have, whatever a timing on a drifting machine says. Each variant
 runs one iteration from each checkout with XLA dumping the optimized HLO of every module it compiles (--xla_dump_to,
 --xla_dump_hlo_as_text: XLA's documented debug options, xla/debug_options_flags.cc); the iteration's module
-(jit_collect_and_update) is compared with what names the same program differently taken out: source locations, its
+(jit_iteration, formerly jit_collect_and_update) is compared with what names the same program differently taken out: source locations, its
 parameters' Python names and the ids XLA numbers instructions with. The same instructions in another order are said so.
 
     python -m studies.same_program --other-code OLD --variants jax_linen,jax_nnx,jax_equinox \
@@ -26,7 +26,9 @@ ROOT = Path(__file__).resolve().parent.parent
 from bench.outputs import check_out, write_atomic
 from bench.variants import discover
 
-PROGRAM = "jit_collect_and_update"  # the name of the iteration's one program in every jitted JAX script
+# The name of the iteration's one program in every jitted JAX script: jit_iteration, or in checkouts before the scripts
+# wrote their iteration in train, jit_collect_and_update.
+PROGRAMS = ("jit_iteration", "jit_collect_and_update")
 HIDDEN = {"s": "64,64", "m": "256,256,256"}
 
 
@@ -38,6 +40,10 @@ def normalized(text: str) -> list:
     text = re.sub(r"(?<![\w.\-])%?[\w.\-]+", lambda m: named.get(m[0].lstrip("%"), m[0]), text)
     text = re.sub(r",? metadata=\{[^}]*\}", "", text)
     text = re.sub(r",? stack_frame_id=\d+", "", text)
+    # An instruction's name is the Python function it was traced in (rollout__locals__env_step, mul_jit_iteration_), a
+    # name only: every %name becomes its order of first appearance, so that what remains is opcodes, shapes and edges.
+    order = {}
+    text = re.sub(r"%[\w.\-]+", lambda m: order.setdefault(m[0], f"%v{len(order)}"), text)
     # the module's tables of source files, functions and stack frames (FileNames, FunctionNames, ...): debug info
     text = "\n".join(
         line
@@ -59,9 +65,9 @@ def dumped_program(directory: Path, variant: str, env_id: str, hidden: str) -> l
         proc = subprocess.run(command, env=env, capture_output=True, text=True, cwd=dump, timeout=900)
         if proc.returncode:
             raise RuntimeError(f"ppo_{variant}.py in {directory} failed:\n{proc.stderr[-2000:]}")
-        found = sorted(Path(dump).glob(f"*{PROGRAM}*after_optimizations.txt"))
+        found = [p for name in PROGRAMS for p in sorted(Path(dump).glob(f"*.{name}.*after_optimizations.txt"))]
         if len(found) != 1:
-            raise RuntimeError(f"ppo_{variant}.py in {directory}: {len(found)} optimized dumps of {PROGRAM}")
+            raise RuntimeError(f"ppo_{variant}.py in {directory}: {len(found)} optimized dumps of {' or '.join(PROGRAMS)}")
         return normalized(found[0].read_text())
 
 

@@ -46,6 +46,11 @@ def test_same_program_tells_a_changed_constant_from_a_renumbered_instruction():
     assert normalized(line) == normalized(line.replace(".12", ".99").replace("/old/", "/new/"))
     constant = "%c.4 = f32[] constant(0.5)"
     assert normalized(constant) != normalized(constant.replace("0.5", "0.25"))
+    # an instruction named after the function it was traced in: the same program under another function's name
+    traced = "%rollout__locals__step.7 = u32[3]{0} get-tuple-element(%call.2), index=2\n%b.1 = u32[] slice(%rollout__locals__step.7)"
+    assert normalized(traced) == normalized(traced.replace("rollout__locals__step", "rollout__locals__env_step"))
+    assert normalized(traced) != normalized(traced.replace("index=2", "index=1"))
+    assert normalized(traced) != normalized(traced.replace("slice(%rollout__locals__step.7)", "slice(%call.2)"))
 
 
 # a study runs as a module of the root's studies package, from any directory
