@@ -12,6 +12,7 @@ import dataclasses
 import importlib.metadata
 import io
 import json
+import math
 import os
 import platform
 import re
@@ -70,6 +71,21 @@ def logged(traj, values, returns, learning_rate) -> dict:
     episodes, finished = jnp.logical_or(traj.terminated, traj.truncated).sum(), traj.finished
     stats = dict(episodes=episodes, return_sum=finished.returns.sum(), length_sum=finished.lengths.sum())
     return stats | dict(learning_rate=learning_rate, explained_variance=1 - jnp.var(returns - values) / jnp.var(returns))
+
+
+def torch_logged(traj, values, returns) -> dict:
+    """What the log shows of a torch iteration, computed on the device: how many episodes ended, their returns and
+    lengths summed, and how much of the returns' variance the critic explains."""
+    episodes, finished = (traj.terminated | traj.truncated).sum(), traj.finished
+    stats = dict(episodes=episodes, return_sum=finished.returns.sum(), length_sum=finished.lengths.sum())
+    return stats | dict(explained_variance=1 - (returns - values).var(correction=0) / returns.var(correction=0))
+
+
+def torch_fetched(metrics: dict) -> dict:
+    """A torch iteration's metrics on the host, in one read of the device."""
+    import torch
+
+    return dict(zip(metrics, torch.stack([x.float() for x in metrics.values()]).tolist()))
 
 
 def action_space(env_id: str) -> dict:
@@ -223,11 +239,24 @@ def count_cache_event(event: str, **_) -> None:
 jax.monitoring.register_event_listener(count_cache_event)
 
 
-def jax_caches() -> dict:
-    """Whether this process read and wrote JAX's persistent cache, and what it found there. A hit loads the very program
-    a miss compiled and wrote (jax/_src/compilation_cache.py: get_executable_and_time deserializes the executable
-    put_executable_and_time serialized), so only the compile time differs."""
-    return {"persistent": jax.config.jax_compilation_cache_dir is not None, "jax": dict(JAX_CACHE)}
+def compiler_caches(inductor: bool = False) -> dict:
+    """Whether this process read and wrote persistent compiler caches, and what it found there. A hit loads the very
+    program a miss compiled and wrote, so only the compile time differs: JAX's executable (jax/_src/compilation_cache.py:
+    get_executable_and_time deserializes what put_executable_and_time serialized), and with `inductor` (the torch
+    scripts) Inductor's generated code for the same graph, inputs, config and versions (torch/_inductor/codecache.py:
+    FxGraphCache's key hashes them, _lookup_graph loads the module it wrote), whose counters these are. Dynamo traces
+    every run anew."""
+    persistent = jax.config.jax_compilation_cache_dir is not None
+    if not inductor:
+        return {"persistent": persistent, "jax": dict(JAX_CACHE)}
+    import torch
+
+    counters = torch._dynamo.utils.counters["inductor"]
+    return {
+        "persistent": persistent and not torch.compiler.config.force_disable_caches,
+        "jax": dict(JAX_CACHE),
+        "inductor": {"hits": counters["fxgraph_cache_hit"], "misses": counters["fxgraph_cache_miss"]},
+    }
 
 
 # ---------------------------------------------------------------- the machine
@@ -250,19 +279,25 @@ def cpu_info() -> dict:
     return {"model": model, "cores": cores, "openmp": openmp, "allocator": allocator}
 
 
-def jax_gpu_info(jax_device) -> dict:
-    """A GPU as jax reports it, and its driver as nvidia-smi does; its memory peak is jax_peak_mb's."""
+def gpu_info(jax_device, torch_device=None) -> Optional[dict]:
+    """What a GPU result needs to be read, as each framework on it reports it (the driver as nvidia-smi does), with each
+    allocator's own peak (torch counts its tensors, XLA its buffers); None on the CPU."""
+    if jax_device.platform == "cpu":
+        return None
     version = lambda name: getattr(cuda_versions, name, lambda: None)() if cuda_versions else None
     cuda = {"cuda_runtime": version("cuda_runtime_get_version"), "cudnn": version("cudnn_get_version")}
     jax_info = {"device_kind": jax_device.device_kind, "platform_version": jax_device.client.platform_version, **cuda}
     driver = run_quietly("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")  # a line per GPU
-    return {"name": jax_device.device_kind, "driver": driver and driver.split()[0], "jax": jax_info}
+    jax_peak = (jax_device.memory_stats() or {}).get("peak_bytes_in_use")
+    info = {"name": jax_device.device_kind, "driver": driver and driver.split()[0], "jax": jax_info}
+    info["peak_memory_mb"] = {"jax": jax_peak and jax_peak / 2**20}
+    if torch_device is not None:
+        import torch
 
-
-def jax_peak_mb(jax_device) -> Optional[float]:
-    """XLA's allocator's peak: its buffers' most at once, in MiB."""
-    peak = (jax_device.memory_stats() or {}).get("peak_bytes_in_use")
-    return peak and peak / 2**20
+        info["name"] = torch.cuda.get_device_name(torch_device)
+        info["torch"] = {"cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version()}
+        info["peak_memory_mb"]["torch"] = torch.cuda.max_memory_allocated(torch_device) / 2**20
+    return info
 
 
 def run_quietly(*command: str) -> Optional[str]:
@@ -277,10 +312,14 @@ def run_quietly(*command: str) -> Optional[str]:
 # ---------------------------------------------------------------- the log and the record
 class Log:
     """The untimed bookkeeping of the iterations: plan and progress lines, TensorBoard, the timings, the JSON record.
-    A script times each iteration in `with log.timed(guards):` and hands its metrics, on the host, to log.iteration."""
+    A script times each iteration in `with log.timed(guards):` and hands its metrics, on the host, to log.iteration.
+    devices: {"jax": jax's device} and in the torch scripts "torch": torch's; libraries: those the record gives versions of.
+    """
 
-    def __init__(self, args, variant: str, device, num_iterations: int, start: float):
+    def __init__(self, args, variant: str, devices: dict, libraries: tuple, num_iterations: int, start: float):
         self.args, self.variant, self.num_iterations, self.start = args, variant, num_iterations, start
+        self.devices, self.libraries = devices, libraries
+        device = devices.get("torch", devices["jax"])
         self.commit = run_quietly("git", "rev-parse", "HEAD")  # now, not at the end: the checkout may move
         self.durations, self.phases, self.finished, self.split = [], [], [], None
         self.envs = "" if getattr(args, "env_backend", "gymnax") == "gymnax" else f"+{args.env_backend}"  # if not gymnax
@@ -341,18 +380,22 @@ class Log:
         if done == 1:
             self.compiles_after_first = len(COMPILES)
 
-    def record(self, *, param_count: int, devices: dict, gpu: Optional[dict], caches: dict, libraries: tuple, rollout: str):
-        """The JSON record (schema 2, docs/record.md) of the run, with what the script's framework tells of itself."""
+    def record(self, parameters, rollout: Optional[str] = None) -> dict:
+        """The JSON record (schema 2, docs/record.md) of a run that trained `parameters` (every seed's: a pytree of
+        arrays, or torch's tensors), whose rollout was `rollout` (scan: the steps in the iteration's program; python: a
+        Python loop over them), by default --rollout's."""
         if self.writer:
             self.writer.close()
-        args = self.args
+        args, libraries = self.args, self.libraries
         libraries += ("craftax",) * args.env_id.startswith("Craftax")
         libraries += ("gymnasium",) * (getattr(args, "env_backend", None) == "gymnasium")
         returns, episodes = (np.array(x, dtype=float) for x in zip(*self.finished))  # (iterations, seeds) each
         per_iteration = [[float(r / n) if n else None for r, n in zip(*seed)] for seed in zip(returns.T, episodes.T)]
         last = [(r[-10:].sum(), n[-10:].sum()) for r, n in zip(returns.T, episodes.T)]
         final = [float(r / n) if n else None for r, n in last]
-        one = getattr(args, "num_seeds", 1) == 1  # one seed: a list of numbers; several: a list per seed
+        seeds = getattr(args, "num_seeds", 1)
+        one = seeds == 1  # one seed: a list of numbers; several: a list per seed
+        gpu = gpu_info(self.devices["jax"], self.devices.get("torch"))
         return {
             "schema_version": 2,
             "variant": self.variant,
@@ -362,11 +405,11 @@ class Log:
             **{name: getattr(args, name) for name in ("seed", "matmul_precision", "sync_timing")},  # also in args
             "action_space": action_space(args.env_id),
             "normalization": None,  # observations and rewards as the environment gives them, in every variant
-            "rollout": rollout,  # scan (the steps in the iteration's program), or python (a Python loop over them)
+            "rollout": rollout or getattr(args, "rollout", "python"),
             "hidden": list(parse_hidden(args.hidden)),
             "args": dataclasses.asdict(args),
             "device": gpu["name"] if gpu else "cpu",
-            "devices": devices,
+            "devices": {name: str(device) for name, device in self.devices.items()},
             "gpu": gpu,
             "host": platform.node(),
             "cpu": cpu_info(),
@@ -374,7 +417,7 @@ class Log:
             "peak_host_memory_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # Linux counts KiB
             "versions": {"python": platform.python_version(), **{n: importlib.metadata.version(n) for n in libraries}},
             "git_commit": self.commit,
-            "param_count": param_count,
+            "param_count": sum(math.prod(x.shape) for x in jax.tree.leaves(parameters)) // seeds,  # one seed's
             "env_steps": len(self.durations) * args.num_envs * args.num_steps,
             "grad_steps": self.num_iterations * args.update_epochs * args.num_minibatches,
             "setup_duration": self.setup_duration,
@@ -383,7 +426,7 @@ class Log:
             "update_durations": [phases[1] for phases in self.phases] if args.sync_timing else None,
             "total_duration": time.perf_counter() - self.start,
             "compiles_after_first_iteration": len(COMPILES) - self.compiles_after_first,
-            "caches": caches,
+            "caches": compiler_caches(inductor="torch" in self.devices),
             "episodic_return": per_iteration[0] if one else per_iteration,
             "final_return": final[0] if one else final,
             "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

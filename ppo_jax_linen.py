@@ -20,6 +20,8 @@ import numpy as np
 import optax
 from flax.training.train_state import TrainState
 
+import harness
+
 
 @dataclasses.dataclass(frozen=True)  # hashable: jax.jit takes it as a static argument
 class Args:
@@ -145,14 +147,14 @@ class Transition(NamedTuple):  # one step of every env; a rollout's steps are st
     terminated: jax.Array
     truncated: jax.Array
     final_obs: jax.Array  # the observation reached before any auto-reset: its value bootstraps a truncation
-    finished: "EpisodeStats"  # (harness.py, for the log) the episodes that ended on this step (0 where none did)
+    finished: "harness.EpisodeStats"  # (harness.py, for the log) the episodes that ended on this step (0 where none did)
 
 
 class Carry(NamedTuple):  # what one iteration hands the next: the network and optimizer, the envs, the keys
     train_state: TrainState
     env_state: object
     obs: jax.Array
-    episode: "EpisodeStats"  # (harness.py) of each env's episode so far
+    episode: "harness.EpisodeStats"  # (harness.py) of each env's episode so far
     key: jax.Array
 
 
@@ -166,7 +168,7 @@ def rollout(carry: Carry, agent: Agent, env, env_params, num_steps: int):
         step = jax.vmap(env.step, in_axes=(0, 0, 0, None))  # one key, state and action per env; the same params
         keys = jax.random.split(env_key, action.shape[0])
         obs, env_state, reward, terminated, truncated, info = step(keys, carry.env_state, action, env_params)
-        episode, finished = count_episodes(carry.episode, reward, jnp.logical_or(terminated, truncated))
+        episode, finished = harness.count_episodes(carry.episode, reward, jnp.logical_or(terminated, truncated))
         transition = Transition(carry.obs, action, logprob, reward, terminated, truncated, info["final_observation"], finished)
         return carry._replace(env_state=env_state, obs=obs, episode=episode, key=key), transition
 
@@ -252,7 +254,7 @@ def train(args: Args) -> dict:
     """Set up, then one loop over the iterations, each one jitted program: rollout, the batch, update. The record."""
     start = time.perf_counter()
     hidden, device = check_args(args)  # (below) which also sets jax's device and matmul precision
-    env, env_params = make_env(args.env_id)
+    env, env_params = harness.make_env(args.env_id)
     batch_size = args.num_envs * args.num_steps
     num_iterations = args.total_timesteps // batch_size
 
@@ -268,14 +270,14 @@ def train(args: Args) -> dict:
         """What one seed trains from: its parameters and optimizer state, its envs and keys."""
         key, init_key, reset_key = jax.random.split(jax.random.key(seed), 3)
         obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
-        env_state = strongly_typed(env_state)  # so that a jitted step compiles once
+        env_state = harness.strongly_typed(env_state)  # so that a jitted step compiles once
         train_state = TrainState.create(apply_fn=agent.apply, params=agent.init(init_key, obs), tx=tx)
-        episode = EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
+        episode = harness.EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
         return Carry(train_state, env_state, obs, episode, key)
 
     # Several seeds (--num-seeds): each starts as its own run would, stacked (below) on a leading axis that vmap maps
     # every function over (their state included): one program trains them all. On the device: no transfer when timed.
-    carry = jax.device_put(stack_seeds([init(args.seed + i) for i in range(args.num_seeds)]), device)
+    carry = jax.device_put(harness.stack_seeds([init(args.seed + i) for i in range(args.num_seeds)]), device)
 
     def make_batch(carry: Carry, traj: Transition):
         """After the rollout: the critic, once over all its observations; GAE: the flat batch; the log's statistics."""
@@ -287,7 +289,7 @@ def train(args: Args) -> dict:
         )
         batch = Batch(traj.obs, traj.action, traj.logprob, values, advantages, returns)
         batch = jax.tree.map(lambda x: x.reshape(batch_size, *x.shape[2:]), batch)
-        return carry, batch, logged(traj, values, returns, lr(carry.train_state.step))  # what the log shows
+        return carry, batch, harness.logged(traj, values, returns, lr(carry.train_state.step))  # what the log shows
 
     def iteration(carry: Carry):
         carry, traj = rollout(carry, agent, env, env_params, args.num_steps)
@@ -297,19 +299,19 @@ def train(args: Args) -> dict:
 
     # The whole iteration, one XLA program: traced and compiled on its first call, then run as is.
     iterate = jax.jit(iteration)
-    log = Log(args, VARIANT, device, num_iterations, start)
+    log = harness.Log(args, VARIANT, {"jax": device}, LIBRARIES, num_iterations, start)
     if args.num_seeds > 1 or args.sync_timing or args.rollout == "python":  # the studies' ways of running its parts
         parts = (
             lambda carry, n: rollout(carry, agent, env, env_params, n),
             make_batch,
             lambda carry, batch: update(carry, batch, agent, args),
         )
-        iterate = study_iteration(jax.jit, jax.vmap, *parts, args, log)
+        iterate = harness.study_iteration(jax.jit, jax.vmap, *parts, args, log)
     for i in range(num_iterations):
         with log.timed(no_syncs(i)):  # (below) an implicit transfer inside fails the run
             carry, metrics = jax.block_until_ready(iterate(carry))  # JAX dispatches asynchronously: wait for the outputs
         log.iteration(jax.device_get(metrics))  # to the host, after the timer
-    return log.record(**about(args, device, carry.train_state.params))
+    return log.record(carry.train_state.params)
 
 
 # ======================================================================================== benchmark harness
@@ -317,25 +319,7 @@ def train(args: Args) -> dict:
 # command line) is in harness.py; here is what is JAX's own: its device, its guards, what its record says of it.
 import contextlib
 
-from harness import (
-    EpisodeStats,
-    Log,
-    UsageError,
-    check_ppo_args,
-    count_episodes,
-    jax_caches,
-    jax_gpu_info,
-    jax_peak_mb,
-    logged,
-    main,
-    make_env,
-    stack_seeds,
-    strongly_typed,
-    study_iteration,
-    variant_of,
-)
-
-VARIANT = variant_of(__file__)
+VARIANT = harness.variant_of(__file__)
 # What benchmark.sh, plot.py and the tests know of this script, read from this line without running it
 # (bench/variants.py): its framework, what compiles its iteration, its row and colour in tables and figures.
 TOOLING = {
@@ -360,14 +344,16 @@ HOST_TO_DEVICE = "disallow"  # what the timed iterations may send to the device 
 def check_args(args: Args):
     """Validate everything before anything is built or written (harness.py), then set jax's device and precision;
     returns (hidden, device)."""
-    hidden = check_ppo_args(args)
+    hidden = harness.check_ppo_args(args)
     if args.rollout == "python" and args.num_seeds > 1:
-        raise UsageError("--rollout python steps one seed; it does not combine with --num-seeds")
+        raise harness.UsageError("--rollout python steps one seed; it does not combine with --num-seeds")
     device = jax.devices()[0] if args.cuda else jax.devices("cpu")[0]  # the GPU if jax sees one
     if args.cuda and device.platform == "cpu":
         print("no GPU visible to jax: running on the CPU", file=sys.stderr)
     if args.matmul_precision == "high" and device.platform == "cpu":
-        raise UsageError("--matmul-precision high (TF32) needs an NVIDIA GPU: on CPUs only highest is the same arithmetic")
+        raise harness.UsageError(
+            "--matmul-precision high (TF32) needs an NVIDIA GPU: on CPUs only highest is the same arithmetic"
+        )
     jax.config.update("jax_default_device", device)
     # torch's names for XLA's: the same arithmetic in both frameworks (docs/usage.md, "Flags")
     jax.config.update("jax_default_matmul_precision", {"highest": "highest", "high": "tensorfloat32"}[args.matmul_precision])
@@ -385,19 +371,5 @@ def no_syncs(iteration: int):
     return guards
 
 
-def about(args: Args, device, params) -> dict:
-    """What the record says of this framework's run: its parameters (one seed's), devices, GPU and caches."""
-    gpu = None if device.platform == "cpu" else {**jax_gpu_info(device), "peak_memory_mb": {"jax": jax_peak_mb(device)}}
-    param_count = sum(x.size for x in jax.tree.leaves(params)) // args.num_seeds
-    return dict(
-        param_count=param_count,
-        devices={"jax": str(device)},
-        gpu=gpu,
-        caches=jax_caches(),
-        libraries=LIBRARIES,
-        rollout=args.rollout,  # scan, or python (a Python loop over the steps)
-    )
-
-
 if __name__ == "__main__":
-    sys.exit(main(Args, train))
+    sys.exit(harness.main(Args, train))
