@@ -294,7 +294,7 @@ def sleep_detector(module, spec, gpu: bool):
     detector = SleepDetector(spec.framework, RESULT_WAITS.get(spec.compiles))
     final_sync = (module, "synchronize") if spec.framework == "torch" else (jax, "block_until_ready")
     hooks = [
-        (module.Log, "iteration", detector.log_hook),
+        (module.harness.Log, "iteration", detector.log_hook),
         (*final_sync, detector.sync_hook),
         (ArrayImpl, "block_until_ready", detector.wait_hook),
     ]

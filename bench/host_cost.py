@@ -76,7 +76,7 @@ def acting(module, envs, act):
     def env_step(runner):
         action, logprob = act(runner.obs)
         env_state, obs, output = envs.step(runner.env_state, action)
-        return module.Runner(env_state, obs), module.Transition(runner.obs, action, logprob, *output)
+        return module.Carry(env_state, obs), module.Transition(runner.obs, action, logprob, *output)
 
     return env_step
 
@@ -89,7 +89,7 @@ def rollout_floor(module, env_id: str, num_envs: int, num_steps: int, iterations
     device, jax_device = devices
     jax.config.update("jax_default_device", jax_device)  # as train() does: the reset on the run's device too
     envs = module.GymnaxEnvs(env_id, num_envs, jax_device)  # as train() makes and starts them
-    runner = module.Runner(*envs.reset(0))
+    runner = module.Carry(*envs.reset(0))
     actions = torch.arange(num_envs, device=device) % envs.num_actions  # every action taken, none computed
     logprobs = torch.zeros(num_envs, device=device)
     env_step = acting(module, envs, lambda obs: (actions, logprobs))
@@ -227,7 +227,7 @@ def measure_calls(torch_module, env_id: str, hidden: str, num_envs: int, num_ste
 
     envs = torch_module.GymnaxEnvs(env_id, num_envs, jax_device)
     num_actions = envs.num_actions
-    runner = torch_module.Runner(*envs.reset(0))
+    runner = torch_module.Carry(*envs.reset(0))
     obs_jax = jax.device_put(jnp.zeros(runner.obs.shape, jnp.float32), jax_device)
     obs_torch = torch.zeros(runner.obs.shape, device=device)
     # Each way the consumer names its stream to the producer's __dlpack__: torch.from_dlpack passes torch's current
@@ -249,20 +249,18 @@ def measure_calls(torch_module, env_id: str, hidden: str, num_envs: int, num_ste
 
     # The policies, each as its script builds it in train(): an Agent of the same initial parameters (torch's seed),
     # run under no_grad as collect() runs the rollout.
-    hidden_sizes = torch_module.parse_hidden(hidden)
+    hidden_sizes = torch_module.harness.parse_hidden(hidden)
     obs_dim = int(np.prod(runner.obs.shape[1:]))  # as train() sizes its Agent
     torch.manual_seed(1)
     agent = torch_module.Agent(obs_dim, hidden_sizes, num_actions, False).to(device)
-    eager = lambda obs: torch_module.policy_step(agent, obs)
+    eager = lambda obs: torch_module.act(agent, obs)
     torch.manual_seed(1)
     compile_agent = compile_module.Agent(obs_dim, hidden_sizes, num_actions, False).to(device)
     torch._inductor.config.cpp_wrapper = device.type == "cpu"  # as ppo_torch_compile.py's train() sets it
-    compiled = torch.compile(lambda obs: compile_module.policy_step(compile_agent, obs), dynamic=False)
+    compiled = torch.compile(lambda obs: compile_module.act(compile_agent, obs), dynamic=False)
     graphed = None
     if gpu:  # ppo_torch_compile.py --cuda-graphs: mode reduce-overhead, and each output cloned out of the graph's memory
-        replay = torch.compile(
-            lambda obs: compile_module.policy_step(compile_agent, obs), mode="reduce-overhead", dynamic=False
-        )
+        replay = torch.compile(lambda obs: compile_module.act(compile_agent, obs), mode="reduce-overhead", dynamic=False)
         graphed = lambda obs: torch.utils._pytree.tree_map(torch.clone, replay(obs))
     policies = {"eager": eager, "compiled": compiled, "graphed": graphed}
     obs = runner.obs  # handed to torch by the envs, as each step's is
@@ -338,7 +336,7 @@ def measure_calls(torch_module, env_id: str, hidden: str, num_envs: int, num_ste
     mb = linen.Batch(**{k: v[:minibatch_size] for k, v in columns.items()})
     params = linen_agent.init(init_key, mb.obs)
     train_state = linen.TrainState.create(apply_fn=linen_agent.apply, params=params, tx=tx)
-    linen_runner = jax.device_put(linen.Runner(train_state, None, None, None, key), jax_device)
+    linen_runner = jax.device_put(linen.Carry(train_state, None, None, None, key), jax_device)
     mb = jax.device_put(mb, jax_device)
     update_jit = jax.jit(linen.update, static_argnames=("agent", "args"))
     carried = [linen_runner]
@@ -503,7 +501,7 @@ def main(argv=None) -> int:
                 module.Args(env_id=env_id, hidden=a.hidden, num_envs=a.num_envs, num_steps=a.num_steps, cuda=False)
             )
         _, device, jax_device = module.check_args(module.Args(cuda=a.cuda))
-    except module.UsageError as e:
+    except module.harness.UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     record = earlier_result(a.out)
@@ -519,7 +517,7 @@ def main(argv=None) -> int:
     calls_wanted = a.measure_calls and not (kept and isinstance(record.get("calls"), dict))
     if all(env_id in record["envs"] for env_id in a.env_ids) and not calls_wanted:
         return 0  # measured with the sweep's runs: kept as it is
-    record["cpu"], record["xla_flags"] = module.cpu_info(), os.environ.get("XLA_FLAGS")  # as a run's record has them
+    record["cpu"], record["xla_flags"] = module.harness.cpu_info(), os.environ.get("XLA_FLAGS")  # as a run's record has them
     for env_id in a.env_ids:
         if env_id not in record["envs"]:
             floor = rollout_floor(module, env_id, a.num_envs, a.num_steps, a.iterations, (device, jax_device))

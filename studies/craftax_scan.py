@@ -3,9 +3,10 @@
 The Craftax sync runs (results/speed/craftax-sync) found torch's rollout faster than Linen's, and nearly all of it the env
 steps and DLPack hand-overs: the torch scripts call one jitted JAX env step per rollout step, where the JAX scripts
 step the same envs inside one compiled scan. This times the env steps alone, four ways, in one process, with
-ppo_jax_linen.py's own step_envs and actions drawn beforehand (no network, no torch):
+the scripts' own env step (ppo_jax_linen.py's env_step without its policy) and actions drawn beforehand (no network,
+no torch):
 
-- per_call: step_envs jitted and called once per step from Python, as the torch scripts' rollout calls it;
+- per_call: the env step jitted and called once per step from Python, as the torch scripts' rollout calls it;
 - scan: the same step in one jitted `lax.scan` that stacks every step's outputs, as the JAX rollout does;
 - scan_state_only: a scan that carries the state and keeps no outputs, as env_cost.py times an env;
 - per_call_donated: per_call with the carried state donated (`donate_argnums`), so XLA may update it in place.
@@ -52,22 +53,26 @@ def make_ways(env_id: str, num_envs: int, num_steps: int, seed: int) -> dict:
     import jax
     import jax.numpy as jnp
 
-    import ppo_jax_linen as linen
+    import harness
 
-    env, params = linen.make_env(env_id)
+    env, params = harness.make_env(env_id)
     reset_key, action_key, step_key = jax.random.split(jax.random.key(seed), 3)
     obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, num_envs), params)
     # strongly typed from the start, as the torch scripts make it: a jitted step would otherwise compile twice
-    state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if getattr(x, "weak_type", False) else x, state)
-    episode = linen.EpisodeStats(jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32))
-    start = linen.Runner(None, state, obs, episode, None)  # the envs' part of a runner: no network, no key
+    state = harness.strongly_typed(state)
+    start = (state, harness.EpisodeStats(jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32)))  # the envs' part of a carry
     actions = jax.random.randint(action_key, (num_steps, num_envs), 0, env.action_space(params).n)
     keys = jax.random.split(step_key, num_steps)
     per_step = [(keys[t], actions[t]) for t in range(num_steps)]  # sliced before any timing
 
-    def step(runner, key_and_action):
-        key, action = key_and_action
-        return linen.step_envs(env, params, key, runner, action, None)  # the runner after the step, the Transition
+    def step(carry, key_and_action):
+        """Every env once, as the scripts' env step does it (gymnax resets finished ones): the carry, and the outputs a
+        Transition keeps."""
+        (state, episode), (key, action) = carry, key_and_action
+        vmapped = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+        obs, state, reward, terminated, truncated, info = vmapped(jax.random.split(key, num_envs), state, action, params)
+        episode, finished = harness.count_episodes(episode, reward, jnp.logical_or(terminated, truncated))
+        return (state, episode), (obs, action, reward, terminated, truncated, info["final_observation"], finished)
 
     step_once = jax.jit(step)
     step_donated = jax.jit(step, donate_argnums=0)  # the carry's buffers may hold the next carry
@@ -91,7 +96,7 @@ def make_ways(env_id: str, num_envs: int, num_steps: int, seed: int) -> dict:
 
 def child(a) -> dict:
     """One process's measurements: each way's first call (compilation) and its seconds per step in every block."""
-    import ppo_jax_linen as linen
+    import harness
 
     ways = make_ways(a.env_id, a.num_envs, a.num_steps, a.seed)
     first = {}
@@ -111,7 +116,7 @@ def child(a) -> dict:
             system[name].append((after.ru_stime - before.ru_stime) / a.num_steps)
     return {
         "cores": len(os.sched_getaffinity(0)),
-        "cpu": linen.cpu_info(),
+        "cpu": harness.cpu_info(),
         "glibc_tunables": os.environ.get("GLIBC_TUNABLES"),
         "first_call_s": first,
         "per_step_s": seconds,

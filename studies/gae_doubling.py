@@ -17,6 +17,7 @@ import time
 
 import torch
 
+import harness
 from bench.load_script import load
 from bench.outputs import check_out, write_atomic
 
@@ -65,7 +66,7 @@ def main(argv=None) -> int:
         "blocks": a.blocks,
         "calls_per_block": a.calls,
         "largest_difference": float(difference),
-        "cpu": module.cpu_info(),
+        "cpu": harness.cpu_info(),
         "torch": torch.__version__,
     }
     print(json.dumps(result, indent=1))

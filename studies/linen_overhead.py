@@ -22,6 +22,7 @@ import numpy as np
 import optax
 import tyro
 
+import harness
 import ppo_jax_linen
 
 
@@ -149,7 +150,7 @@ def main(opts: Options):
         anneal_lr=False,
     )
     hidden, _ = ppo_jax_linen.check_args(args)
-    env, env_params = ppo_jax_linen.gymnax.make(args.env_id)
+    env, env_params = harness.make_env(args.env_id)
     plain, script = [], []
     with jax.default_matmul_precision("highest"):
         plain.append(time_plain(env, env_params, hidden, args, opts.iterations))
@@ -175,7 +176,7 @@ def main(opts: Options):
         f"ppo_jax_linen.py {min(script):.4f}; ratio {ratio:.3f}"
     )
     if opts.out:
-        ppo_jax_linen.write_json_atomic(opts.out, result)
+        harness.write_json_atomic(opts.out, result)
 
 
 if __name__ == "__main__":

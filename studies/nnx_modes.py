@@ -198,7 +198,7 @@ def linen_way(s: Start, granularity: str) -> Way:
 
         return Way(iterate, lambda: params(train_state))
 
-    runner = L.Runner(train_state, None, None, None, s.key)  # update() reads the train state and the key alone
+    runner = L.Carry(train_state, None, None, None, s.key)  # update() reads the train state and the key alone
     update, batch = jax.jit(lambda runner, batch: L.update(runner, batch, s.linen_agent, s.args)), L.Batch(*s.batch)
 
     def iterate():
@@ -237,7 +237,7 @@ def equinox_way(s: Start, granularity: str) -> Way:
 
         return Way(iterate, lambda: params(agent))
 
-    runner = E.Runner(agent, opt_state, jnp.zeros((), jnp.int32), None, None, None, s.key)
+    runner = E.Carry(agent, opt_state, jnp.zeros((), jnp.int32), None, None, None, s.key)
     update, batch = eqx.filter_jit(lambda runner, batch: E.update(runner, batch, s.tx, s.args)), E.Batch(*s.batch)
 
     def iterate():
@@ -312,7 +312,7 @@ def nnx_way(way: str, s: Start, granularity: str) -> Way:
         return N.update(agent, optimizer, runner, batch, s.args)
 
     call, after = BIND[way](update, agent, optimizer)
-    runner, batch = N.Runner(None, None, None, s.key), N.Batch(*s.batch)  # update() reads the key alone
+    runner, batch = N.Carry(None, None, None, s.key), N.Batch(*s.batch)  # update() reads the key alone
 
     def iterate():
         nonlocal runner

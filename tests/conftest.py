@@ -4,6 +4,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -43,6 +44,15 @@ EAGER_JAX_SLOW = [
     pytest.param(v, marks=pytest.mark.slow) if DECLARED[v].framework == "jax" and not DECLARED[v].compiles else v
     for v in VARIANTS
 ]
+
+
+# The line below which a script holds what measures it, not its algorithm: "# ===...=== benchmark harness"
+HARNESS_LINE = re.compile(r"^# =+ benchmark harness$")
+
+
+def harness_line(text: str) -> int:
+    """The number (from 1) of a script's harness line."""
+    return next(i for i, line in enumerate(text.splitlines(), 1) if HARNESS_LINE.match(line))
 
 
 def framework(variant: str) -> str:

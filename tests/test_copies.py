@@ -6,12 +6,12 @@ import ast
 
 import pytest
 
-from conftest import ROOT, SCRIPTS, framework
+from conftest import ROOT, SCRIPTS, framework, harness_line
 
-# What each variant writes its own way: its arguments, its network, what the runner carries, and the functions that
+# What each variant writes its own way: its arguments, its network, what the carry holds, and the functions that
 # use its framework's API (linen_nojit's compute_gae scans in Python; torch_compile's minibatch_step clips per parameter).
 OWN = {
-    "jax": {"Args", "Agent", "MLP", "Runner", "compute_gae", "rollout", "update", "train"},
+    "jax": {"Args", "Agent", "MLP", "Carry", "compute_gae", "rollout", "update", "train"},
     "torch": {"Args", "minibatch_step", "train"},
 }
 
@@ -19,7 +19,7 @@ OWN = {
 def ppo_part(variant: str) -> dict:
     """{name: source} of the top-level functions and classes above the harness line."""
     text = (ROOT / SCRIPTS[variant]).read_text()
-    line = next(i for i, line in enumerate(text.splitlines(), 1) if line.endswith("-- benchmark harness"))
+    line = harness_line(text)
     return {
         node.name: ast.get_source_segment(text, node)
         for node in ast.parse(text).body
@@ -44,7 +44,7 @@ def test_what_the_scripts_of_a_framework_do_alike_is_one_copy():
     assert not differing({v: ppo_part(v) for v in SCRIPTS})
 
 
-@pytest.mark.parametrize("name", ["ppo_loss", "step_envs", "GymnaxEnvs", "rollout", "make_batch", "Transition"])
+@pytest.mark.parametrize("name", ["ppo_loss", "act", "GymnaxEnvs", "rollout", "make_batch", "Transition"])
 def test_an_edit_to_one_copy_is_found(name):
     """The check above cannot pass by mistake: a shared copy edited in one script is reported."""
     parts = {v: ppo_part(v) for v in SCRIPTS}

@@ -21,6 +21,7 @@ from gymnax.environments import spaces
 
 import craftax_gymnax
 import env_cost
+import harness
 from conftest import ROOT, VARIANTS, load
 
 ENV_ID = "Craftax-Classic-Symbolic-v1"
@@ -192,7 +193,7 @@ def test_every_script_takes_the_adapters_ids(variant):
     module = load(variant)
     for env_id in craftax_gymnax.ENV_IDS:
         module.check_args(module.Args(env_id=env_id, cuda=False))
-    with pytest.raises(module.UsageError, match="Craftax-Classic-Pixels-v1"):
+    with pytest.raises(harness.UsageError, match="Craftax-Classic-Pixels-v1"):
         module.check_args(module.Args(env_id="Craftax-Classic-Pixels-v1", cuda=False))
 
 

@@ -96,7 +96,7 @@ def test_no_readme_sentence_sends_a_cpu_user_to_the_full_sweep():
 def test_the_harness_line_the_readme_quotes_is_every_scripts():
     """README's "Learn by reading" names the line above which each script holds PPO and below it the benchmark's
     harness: it must be that line, verbatim, in every script."""
-    quoted = re.search(r"`(# -+ benchmark harness)`", (ROOT / "README.md").read_text())
+    quoted = re.search(r"`(# =+ benchmark harness)`", (ROOT / "README.md").read_text())
     assert quoted, "the README does not quote the harness line"
     for script in sorted(ROOT.glob("ppo_*.py")):
         assert quoted.group(1) in script.read_text().splitlines(), f"{script.name} has no line {quoted.group(1)!r}"

@@ -1,108 +1,92 @@
-"""The six copies of the benchmark harness (everything below `# ---- benchmark harness`) measure alike. Among the
-scripts of one framework the harness is the same text, line for line, but for the lines a script marks "# own"
-(the libraries its record names, torch.compile's compile counter) and the statements whose first line it so marks
-(its TOOLING, torch.compile's compiler); between frameworks, every function they share
-is the same but for those that must speak to the framework (its devices and GPU description)."""
+"""What measures the scripts lives once: harness.py holds what every script does alike, and below each script's harness
+line is only what its framework does its own way (its devices, its waits and guards). Among the scripts of one framework
+a function both define below the line is the same text, but for those a script must write otherwise; no script defines
+again what harness.py defines; and the line is one a reader cannot take for a PPO section."""
 
 import ast
 import difflib
 import functools
+import re
 
-import pytest
+from conftest import HARNESS_LINE, ROOT, SCRIPTS, framework, harness_line
 
-from conftest import ROOT, SCRIPTS, framework
-
-# What a harness may write differently for torch and for JAX: how it finds its devices, how it describes a
-# GPU, how the iteration's statistics are computed and how its metrics come back to the host.
-FRAMEWORK_SPECIFIC = {"check_args", "gpu_info", "Log", "compiler_caches", "logged"}
-OWN = "# own"
+# What a script of a framework writes its own way below the line: how its seeds are stacked (NNX's modules, Equinox's
+# arrays), and torch.compile's mode and CUDA graphs (which its check_args refuses where they cannot run).
+OWN = {"jax": {"stack_seeds"}, "torch": {"compile_mode", "cuda_graphed", "check_args"}}
 
 
-def harness_text(variant: str) -> str:
-    text = (ROOT / SCRIPTS[variant]).read_text()
-    return text[text.index("-- benchmark harness\n") :]
-
-
-@functools.cache  # read once: every function's test asks it of every script
-def harness(variant: str) -> dict:
+@functools.cache  # read once: every test asks it of every script
+def below_the_line(variant: str) -> dict:
     """{name: source} of the top-level functions and classes below the harness line."""
     text = (ROOT / SCRIPTS[variant]).read_text()
-    lines = text.splitlines()
-    line = next(i for i, line in enumerate(lines, 1) if line.endswith("-- benchmark harness"))
+    line = harness_line(text)
     return {
-        node.name: "\n".join(lines[node.lineno - 1 : node.end_lineno])
+        node.name: ast.get_source_segment(text, node)
         for node in ast.parse(text).body
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef))
-        and node.lineno > line
-        and OWN not in lines[node.lineno - 1]  # a script's own function
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.lineno > line
     }
 
 
-def compared(lines: list) -> list:
-    """The indices of the lines compared: not those marked "# own", nor any line of a top-level statement (a function,
-    the TOOLING dict) whose first line is so marked, nor blank lines (the formatter's)."""
-    kept, in_own = [], False
-    for i, line in enumerate(lines):
-        if line and not line[0].isspace() and line[0] not in ")]}":  # a top-level statement begins
-            in_own = OWN in line
-        if not in_own and OWN not in line and line.strip():
-            kept.append(i)
-    return kept
-
-
-def own_lines_out(text: str) -> str:
-    lines = text.splitlines()
-    return "\n".join(lines[i] for i in compared(lines))
-
-
-def differences(texts: dict) -> list:
-    """For each framework, the lines in which a script's harness (`texts`: variant -> harness text) differs from
-    the first script's, lines marked "# own" left out: a unified diff per differing script."""
+def differing(parts: dict) -> list:
+    """For each framework, a unified diff for each function that a script defines otherwise than the framework's first
+    script to define it (names in OWN left out)."""
     found = []
-    for group in ({v for v in texts if framework(v) == f} for f in ("jax", "torch")):
-        kept = {v: own_lines_out(texts[v]).splitlines() for v in sorted(group)}
-        first = next(iter(kept), None)
-        for variant, lines in kept.items():
-            diff = list(difflib.unified_diff(kept[first], lines, SCRIPTS[first], SCRIPTS[variant], lineterm="", n=0))
-            if diff:
-                found.append("\n".join(diff[:12]))
+    for fw in ("jax", "torch"):
+        group = [v for v in parts if framework(v) == fw]
+        for name in sorted(set.union(*(set(parts[v]) for v in group)) - OWN[fw]):
+            having = [v for v in group if name in parts[v]]
+            for variant in having[1:]:
+                first, other = parts[having[0]][name].splitlines(), parts[variant][name].splitlines()
+                diff = list(difflib.unified_diff(first, other, SCRIPTS[having[0]], SCRIPTS[variant], lineterm="", n=0))
+                if diff:
+                    found.append("\n".join(diff[:12]))
     return found
 
 
-def test_every_script_has_a_harness_below_its_line():
-    for variant in SCRIPTS:
-        assert {"UsageError", "check_args", "check_writable", "cpu_info", "Log", "main", "write_json_atomic"} <= set(
-            harness(variant)
-        )
+def test_every_script_has_one_harness_line_unlike_its_section_headers():
+    for script in SCRIPTS.values():
+        lines = (ROOT / script).read_text().splitlines()
+        assert sum(bool(HARNESS_LINE.match(line)) for line in lines) == 1, f"{script}: not one harness line"
+        sections = [line for line in lines if line.startswith("# ----")]
+        assert sections and not any("harness" in line for line in sections), f"{script}: a section header says harness"
 
 
-def test_the_harness_is_the_same_text_in_every_script_of_a_framework():
-    found = differences({v: harness_text(v) for v in SCRIPTS})
+def test_what_the_scripts_of_a_framework_define_below_the_line_is_one_text():
+    found = differing({v: below_the_line(v) for v in SCRIPTS})
     assert not found, "\n\n".join(found)
 
 
-def test_a_one_line_edit_to_any_copy_is_found():
-    """The check above cannot pass by mistake: one changed line in one script's harness, anywhere, is reported."""
-    texts = {v: harness_text(v) for v in SCRIPTS}
-    for variant, text in texts.items():
-        lines = text.splitlines()
-        candidates = compared(lines)
-        for i in candidates[:: max(1, len(candidates) // 25)]:  # about 25 places in each script
-            edited = lines[:i] + [lines[i].replace("e", "E", 1) + "  # edited"] + lines[i + 1 :]
-            assert differences({**texts, variant: "\n".join(edited)}), f"an edit of line {i} of {variant}'s harness passed"
+def test_a_one_line_edit_to_one_script_below_the_line_is_found():
+    """The check above cannot pass by mistake: a changed line in a function two scripts share is reported."""
+    parts = {v: below_the_line(v) for v in SCRIPTS}
+    shared = [
+        (v, name)
+        for v in SCRIPTS
+        for name in parts[v]
+        if name not in OWN[framework(v)] and any(name in parts[w] for w in SCRIPTS if w != v and framework(w) == framework(v))
+    ]
+    assert shared, "no function is shared below the line: nothing to check"
+    for variant, name in shared:
+        edited = parts[variant][name].replace("(", "( ", 1)
+        assert differing({**parts, variant: {**parts[variant], name: edited}}), f"an edit of {name} in {variant} passed"
 
 
-@pytest.mark.parametrize("name", sorted(set.union(*(set(harness(v)) for v in SCRIPTS))))
-def test_a_harness_function_is_the_same_in_every_script_that_has_it(name):
-    """torch's own helpers (synchronize, its sync-debug trap) exist in the torch scripts only, alike in both."""
-    sources = {variant: own_lines_out(harness(variant)[name]) for variant in SCRIPTS if name in harness(variant)}
-    groups = [list(SCRIPTS)]
-    if name in FRAMEWORK_SPECIFIC or len(sources) < len(SCRIPTS):
-        groups = [[v for v in SCRIPTS if framework(v) == f] for f in ("jax", "torch")]
-        groups = [group for group in groups if any(v in sources for v in group)]
-        for group in groups:  # a framework's helper is in every script of that framework
-            assert all(v in sources for v in group), f"{name} is missing from some of {group}"
-    for group in groups:
-        first = sources[group[0]]
-        for variant in group[1:]:
-            assert sources[variant] == first, f"{name} differs between {SCRIPTS[group[0]]} and {SCRIPTS[variant]}"
+def test_no_script_defines_again_what_harness_py_defines():
+    shared = {
+        node.name
+        for node in ast.parse((ROOT / "harness.py").read_text()).body
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+    }
+    for variant, script in SCRIPTS.items():
+        tree = ast.parse((ROOT / script).read_text())
+        defined = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+        assert not (defined & shared) - OWN[framework(variant)], f"{script} defines {sorted(defined & shared)} again"
+
+
+def test_harness_py_imports_no_framework_but_jax():
+    """harness.py serves the JAX and the torch scripts alike: torch is imported only inside what the torch scripts call."""
+    tree = ast.parse((ROOT / "harness.py").read_text())
+    top = {alias.name.split(".")[0] for node in tree.body if isinstance(node, ast.Import) for alias in node.names}
+    top |= {node.module.split(".")[0] for node in tree.body if isinstance(node, ast.ImportFrom)}
+    assert "jax" in top and not top & {"torch", "flax", "equinox"}, sorted(top)
+    assert not re.search(r"^(import|from) (torch|flax|equinox)", (ROOT / "harness.py").read_text(), re.M)

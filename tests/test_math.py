@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+import harness
 from conftest import framework, load, loss_and_output_grads, make_batch, to_native, to_numpy
 from reference import gae_loop, ppo_loss_loop
 
@@ -174,6 +175,6 @@ def test_parse_hidden_accepts(variant, text, expected):
 
 @pytest.mark.parametrize("text", ["", " ", "64,,64", "64,", "a,b", "64x64", "0,64", "-5", "1.5"])
 def test_parse_hidden_rejects(variant, text):
-    module = load(variant)
-    with pytest.raises(module.UsageError, match="--hidden"):
-        module.parse_hidden(text)
+    load(variant)
+    with pytest.raises(harness.UsageError, match="--hidden"):
+        harness.parse_hidden(text)

@@ -5,6 +5,7 @@ loop. Checked on the network itself: each call of the agent, its method and the 
 
 import pytest
 
+import harness
 from conftest import DECLARED, EAGER_JAX_SLOW, QUIET, framework, load
 
 # Sizes that tell the calls apart: a rollout step acts on num_envs observations, the critic values the rollout's
@@ -40,8 +41,8 @@ def agent_calls(variant: str, monkeypatch, **flags) -> list:
     calls = []
     forward = "forward" if framework(variant) == "torch" else "__call__"
     monkeypatch.setattr(module, "Agent", recorded_agent(module, calls, forward))
-    start = module.Log.__init__  # made once everything is set up (Linen's init calls the agent): from there on
-    monkeypatch.setattr(module.Log, "__init__", lambda log, *args: (calls.clear(), start(log, *args))[1])
+    start = harness.Log.__init__  # made once everything is set up (Linen's init calls the agent): from there on
+    monkeypatch.setattr(harness.Log, "__init__", lambda log, *args: (calls.clear(), start(log, *args))[1])
     if framework(variant) == "torch":
         import torch
 

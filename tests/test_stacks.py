@@ -8,6 +8,7 @@ import types
 
 import pytest
 
+import harness
 from bench import plan
 from bench.variants import discover, setting_name
 from conftest import QUIET, ROOT, SHORT_ARGS, TORCH_VARIANTS, load, needs, read_json
@@ -52,7 +53,7 @@ def test_torch_compile_compiles_the_whole_step_on_the_torch_backend(tmp_path, mo
     # holds cache entries: the step's parts hold none.
     import torch_envs
 
-    parts = (module.policy_step, torch_envs.PPOEnvs.step, torch_envs.TorchEnv.step, torch_envs.CartPole.step_env)
+    parts = (module.act, torch_envs.PPOEnvs.step, torch_envs.TorchEnv.step, torch_envs.CartPole.step_env)
     assert {f.__qualname__: len(cache_entries(f.__code__)) for f in parts} == {f.__qualname__: 0 for f in parts}
 
 
@@ -85,7 +86,7 @@ def test_a_combination_a_stack_cannot_run_is_one_line_exit_2_and_writes_nothing(
     monkeypatch.chdir(tmp_path)
     module = load(variant)
     out = tmp_path / "run.json"
-    assert module.main([*flags, "--no-cuda", "--json-out", str(out)]) == 2
+    assert harness.main(module.Args, module.train, [*flags, "--no-cuda", "--json-out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
     assert list(tmp_path.iterdir()) == []

@@ -10,6 +10,7 @@ from pathlib import Path
 import jax
 import pytest
 
+import harness
 from conftest import DECLARED, EAGER_JAX_SLOW, QUIET, SHORT_ARGS, TORCH_VARIANTS, VARIANTS, HostSync, framework, load, needs
 
 SHORT_ARGS = {**SHORT_ARGS, **QUIET}
@@ -98,7 +99,7 @@ def test_a_gpu_seen_by_one_framework_only_is_an_error_naming_it(variant, gpu_in,
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: gpu_in == "torch")
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu" if gpu_in == "jax" else "cpu")
-    assert module.main(["--json-out", str(tmp_path / "x.json"), "--quiet"]) == 2
+    assert harness.main(module.Args, module.train, ["--json-out", str(tmp_path / "x.json"), "--quiet"]) == 2
     other = {"torch": "jax", "jax": "torch"}[gpu_in]
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: {gpu_in} sees a GPU but {other} does not") and "\n" not in err
@@ -138,7 +139,8 @@ def test_sync_debug_traps_host_syncs_in_the_timed_work_and_not_the_final_synchro
     monkeypatch.setattr(torch.cuda, "set_sync_debug_mode", lambda m: (calls.append(("mode", m)), mode.__setitem__(0, m)))
     monkeypatch.setattr(torch.cuda, "get_sync_debug_mode", lambda: mode[0])
     monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: calls.append(("synchronize", mode[0])))
-    with module.cuda_sync_debug(True):
+    debug = module.Args(sync_debug=True)
+    with module.no_syncs(debug, torch.device("cuda"), 1):
         calls.append(("work", mode[0]))
         module.synchronize(torch.device("cuda"))
     assert calls == [
@@ -150,13 +152,22 @@ def test_sync_debug_traps_host_syncs_in_the_timed_work_and_not_the_final_synchro
         ("mode", "default"),
     ]
     calls.clear()
-    with module.cuda_sync_debug(False):  # the flag off, or on the CPU: nothing set
-        pass
+    for args, device, iteration in [
+        (module.Args(sync_debug=False), "cuda", 1),  # the flag off
+        (debug, "cpu", 1),  # on the CPU
+        (debug, "cuda", 0),  # iteration 0, which compiles (and records CUDA graphs)
+    ]:
+        with module.no_syncs(args, torch.device(device), iteration):
+            pass
     assert calls == []
 
 
-def gpu_info_of_a_fake_gpu(variant, module, monkeypatch):
-    """The variant's gpu_info, called on a GPU as the frameworks describe one, faked."""
+# gpu_info is harness.py's: asked as a JAX script asks it (jax's device) and as a torch script does (both devices)
+ONE_PER_FRAMEWORK = [next(v for v in VARIANTS if framework(v) == f) for f in ("jax", "torch")]
+
+
+def gpu_info_of_a_fake_gpu(variant, monkeypatch):
+    """harness.gpu_info as the variant's record calls it, on a GPU as the frameworks describe one, faked."""
     import types
 
     client = types.SimpleNamespace(platform_version="cuda")
@@ -167,27 +178,27 @@ def gpu_info_of_a_fake_gpu(variant, module, monkeypatch):
 
         monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "GPU")
         monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: 5 * 2**20)
-        return lambda: module.gpu_info(torch.device("cuda"), jax_gpu)
-    return lambda: module.gpu_info(jax_gpu)
+        return lambda: harness.gpu_info(jax_gpu, torch.device("cuda"))
+    return lambda: harness.gpu_info(jax_gpu)
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant", ONE_PER_FRAMEWORK)
 def test_the_driver_version_comes_from_nvidia_smi_or_is_null(variant, monkeypatch):
-    module = load(variant)
+    load(variant)
     import subprocess
 
-    gpu_info = gpu_info_of_a_fake_gpu(variant, module, monkeypatch)
+    gpu_info = gpu_info_of_a_fake_gpu(variant, monkeypatch)
     driver_version = lambda: gpu_info()["driver"]
     reply = lambda code, out: lambda *a, **k: subprocess.CompletedProcess(a, code, out, "")
-    monkeypatch.setattr(module.subprocess, "run", reply(0, "550.54.15\n550.54.15\n"))  # one line per GPU
+    monkeypatch.setattr(harness.subprocess, "run", reply(0, "550.54.15\n550.54.15\n"))  # one line per GPU
     assert driver_version() == "550.54.15"
-    monkeypatch.setattr(module.subprocess, "run", reply(9, ""))  # nvidia-smi without a driver
+    monkeypatch.setattr(harness.subprocess, "run", reply(9, ""))  # nvidia-smi without a driver
     assert driver_version() is None
 
     def missing(*args, **kwargs):
         raise FileNotFoundError("nvidia-smi")
 
-    monkeypatch.setattr(module.subprocess, "run", missing)
+    monkeypatch.setattr(harness.subprocess, "run", missing)
     assert driver_version() is None
 
 
@@ -196,28 +207,28 @@ def installed_jax_source() -> str:
     return "\n".join(path.read_text(encoding="utf-8", errors="replace") for path in Path(jax.__file__).parent.rglob("*.py"))
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant", ONE_PER_FRAMEWORK)
 def test_the_cuda_versions_in_the_record_are_queries_jax_itself_makes(variant, monkeypatch):
     """Without a GPU the CUDA plugin is absent: the names gpu_info asks it for are checked against the calls
     the installed jax makes to it, and gpu_info runs against a plugin faked with those names."""
     import types
 
-    module = load(variant)
-    names = re.findall(r'version\("(\w+)"\)', inspect.getsource(module.gpu_info))
+    load(variant)
+    names = re.findall(r'version\("(\w+)"\)', inspect.getsource(harness.gpu_info))
     assert len(names) == 2 and all(f"cuda_versions.{name}()" in installed_jax_source() for name in names)
-    monkeypatch.setattr(module, "cuda_versions", types.SimpleNamespace(**dict(zip(names, (lambda: 12080, lambda: 91100)))))
-    monkeypatch.setattr(module, "run_quietly", lambda *command: None)
-    jax_info = gpu_info_of_a_fake_gpu(variant, module, monkeypatch)()["jax"]
+    monkeypatch.setattr(harness, "cuda_versions", types.SimpleNamespace(**dict(zip(names, (lambda: 12080, lambda: 91100)))))
+    monkeypatch.setattr(harness, "run_quietly", lambda *command: None)
+    jax_info = gpu_info_of_a_fake_gpu(variant, monkeypatch)()["jax"]
     assert (jax_info["cuda_runtime"], jax_info["cudnn"]) == (12080, 91100)
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant", ONE_PER_FRAMEWORK)
 def test_the_gpu_record_holds_each_allocators_peak_in_mib(variant, monkeypatch):
     """On a GPU the record holds the peak of each framework's allocator: torch's max_memory_allocated, and the
     peak_bytes_in_use of XLA's memory_stats (a key the installed jaxlib reports), converted to MiB."""
-    module = load(variant)
-    monkeypatch.setattr(module, "run_quietly", lambda *command: None)
+    load(variant)
+    monkeypatch.setattr(harness, "run_quietly", lambda *command: None)
     jaxlib = Path(jax.__file__).parent.parent / "jaxlib"
     assert any(b"peak_bytes_in_use" in path.read_bytes() for path in jaxlib.glob("*.so"))
-    peak = gpu_info_of_a_fake_gpu(variant, module, monkeypatch)()["peak_memory_mb"]
+    peak = gpu_info_of_a_fake_gpu(variant, monkeypatch)()["peak_memory_mb"]
     assert peak == ({"torch": 5.0, "jax": 3.0} if framework(variant) == "torch" else {"jax": 3.0})

@@ -12,21 +12,22 @@ import numpy as np
 import pytest
 from tensorboard.util import tensor_util
 
+import harness
 from conftest import QUIET, SHORT_ARGS, TORCH_VARIANTS, load, make_batch, needs, reset_torch_compile, tensorboard_events
 
 
 @needs("torch_compile")
 def test_compiles_counts_dynamo_recompilations():
-    module = load("torch_compile")
+    load("torch_compile")
     import torch
 
     add_one = torch.compile(lambda x: x + 1, backend="eager", dynamic=False)  # dynamo alone: quick
-    before = len(module.COMPILES)
+    before = len(harness.COMPILES)
     add_one(torch.zeros(2))
     add_one(torch.zeros(2))
-    assert len(module.COMPILES) == before + 1
+    assert len(harness.COMPILES) == before + 1
     add_one(torch.zeros(3))  # a new shape: a recompilation
-    assert len(module.COMPILES) == before + 2
+    assert len(harness.COMPILES) == before + 2
 
 
 @needs("torch_compile")
@@ -137,7 +138,7 @@ def test_policy_step_samples_from_the_softmax_of_the_logits(variant):
     torch.manual_seed(0)
     logits = torch.tensor([[0.0, 1.0, -1.0, 2.0], [3.0, -30.0, 0.0, 0.5]]).repeat(100_000, 1)
     agent = types.SimpleNamespace(policy=lambda obs: module.Policy(obs, None))  # the logits are the "observations"
-    policy_step = module.policy_step
+    policy_step = module.act
     if variant == "torch_compile":
         policy_step = torch.compile(policy_step, dynamic=False)
     action, logprob = policy_step(agent, logits)
@@ -158,7 +159,7 @@ def test_policy_step_draws_what_categorical_sample_draws():
     logits = 3 * torch.randn(8192, 3)
     agent = types.SimpleNamespace(policy=lambda obs: module.Policy(obs, None))
     torch.manual_seed(0)
-    action, _ = module.policy_step(agent, logits)
+    action, _ = module.act(agent, logits)
     torch.manual_seed(0)
     expected = torch.distributions.Categorical(logits=logits).sample()
     assert torch.equal(action, expected)
@@ -235,7 +236,7 @@ def test_cuda_graphs_are_refused_on_the_cpu_in_one_line(tmp_path, monkeypatch, c
     monkeypatch.chdir(tmp_path)
     module = load("torch_compile")
     out = tmp_path / "run.json"
-    assert module.main(["--cuda-graphs", "--json-out", str(out), "--total-timesteps", "8192"]) == 2
+    assert harness.main(module.Args, module.train, ["--cuda-graphs", "--json-out", str(out), "--total-timesteps", "8192"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: --cuda-graphs needs an NVIDIA GPU") and "\n" not in err
     assert list(tmp_path.iterdir()) == []  # no record, no TensorBoard run
