@@ -359,7 +359,11 @@ def train(args: Args) -> dict:
     # with --cuda-graphs in a mode that records CUDA graphs, replayed (below) with their outputs cloned.
     mode = compile_mode(args)  # (below)
     compiled = lambda fn, **once: cuda_graphed(args, torch.compile(fn, mode=mode, dynamic=False), **once)
-    sample = compiled(lambda obs: act(agent, obs))  # its random draws from inductor's generator (seeded from torch's)
+
+    def sample(obs):  # the action step: the actor alone
+        return act(agent, obs)
+
+    eager_sample, sample = sample, compiled(sample)  # its random draws from inductor's generator (seeded from torch's)
 
     def env_step(carry: Carry):
         """Act with the actor alone, then step every env: the carry after the step, and the step's Transition."""
@@ -368,7 +372,7 @@ def train(args: Args) -> dict:
         return Carry(env_state, obs), Transition(carry.obs, action, logprob, *output)
 
     if args.env_backend == "torch":  # policy, env step and episode counts: one compiled function, no host in between
-        sample, env_step = (lambda obs: act(agent, obs)), compiled(env_step)  # (the step calls sample: uncompiled in it)
+        sample, env_step = eager_sample, compiled(env_step)  # (the step calls sample: uncompiled inside it)
 
     @compiled
     def learn_minibatch(batch: Batch, index):
@@ -403,8 +407,7 @@ import logging
 # OpenMP threads would busy-wait for milliseconds after each op, taking the cores JAX's env step needs; they spin ~30 us
 # (GOMP_SPINCOUNT, GNU OpenMP's, overriding PASSIVE): enough to bridge an update's ops, where PASSIVE wakes per op.
 VARIANT = harness.variant_of(__file__)
-# What benchmark.sh, plot.py and the tests know of this script, read from this line without running it
-# (bench/variants.py): its framework, what compiles its iteration, its row and colour in tables and figures.
+# What benchmark.sh, plot.py and the tests know of this script, read without running it (bench/variants.py).
 TOOLING = {
     "framework": "torch",
     "compiles": "torch.compile",
@@ -458,8 +461,7 @@ def make_envs(args: Args, device: torch.device, jax_device):
 
 
 def check_args(args: Args):
-    """Validate everything before anything is built or written (harness.py), then set jax's device and the matmul
-    precision; returns (hidden, device, jax_device)."""
+    """Validate everything first (harness.py), then set the devices and matmul precision: (hidden, device, jax_device)."""
     hidden = harness.check_ppo_args(args)
     if args.env_backend == "gymnasium" and args.sync_debug:
         raise harness.UsageError(
@@ -491,9 +493,8 @@ def check_args(args: Args):
 
 
 def synchronize(device: torch.device):
-    """Wait for the device. On CPU there is nothing to wait for: torch runs each op before it returns, and DLPack
-    awaited every JAX output it handed to torch. On GPU, torch.cuda.synchronize waits for all streams of the device,
-    JAX's included (one CUDA context): the one sync an iteration ends with, so --sync-debug's trap is off for it."""
+    """Wait for the device: on CPU nothing to wait for (torch runs each op before it returns, DLPack awaited every JAX
+    output it handed over); on GPU all streams, JAX's included (one CUDA context), with --sync-debug's trap off."""
     if device.type == "cuda":
         mode = torch.cuda.get_sync_debug_mode()
         torch.cuda.set_sync_debug_mode(0)
@@ -502,11 +503,10 @@ def synchronize(device: torch.device):
 
 
 def no_syncs(args: Args, device: torch.device, iteration: int) -> contextlib.ExitStack:
-    """What a timed iteration may not do: read a tensor back to the host. The JAX env steps run under jax's transfer
-    guard, so that an implicit copy between host and device fails the run instead of slowing it, and on a GPU
-    --sync-debug's trap is on (torch's own: an op that synchronizes raises). Only iteration 0 may read back, as
-    compiling does: the env step's closed-over constants (such as gymnax's MinAtar tables), Inductor's own set-up (its
-    pattern matcher's), and recording a CUDA graph, which begins with torch.cuda.synchronize() (torch/cuda/graphs.py)."""
+    """What a timed iteration may not do: read a tensor back to the host. jax's transfer guard fails an implicit copy
+    from the env steps, and on a GPU --sync-debug's trap (torch's own) any op that synchronizes. Only iteration 0 may
+    read back, as compiling does: the env step's closed-over constants (gymnax's MinAtar tables), Inductor's set-up (its
+    pattern matcher's), recording a CUDA graph, which begins with torch.cuda.synchronize() (torch/cuda/graphs.py)."""
     guards = contextlib.ExitStack()
     guards.enter_context(jax.transfer_guard("disallow"))
     guards.enter_context(jax.transfer_guard_device_to_host("disallow" if iteration else "allow"))

@@ -218,7 +218,8 @@ def _number(value):
 
 
 def modules(script: Path) -> list:
-    """The third-party packages a script imports at module level (what its interpreter must have)."""
+    """The third-party packages a script imports at module level (what its interpreter must have), with those of the
+    project's modules beside it that it imports so (harness.py)."""
     tree = ast.parse(script.read_text())
     names = set()
     for node in tree.body:
@@ -226,7 +227,10 @@ def modules(script: Path) -> list:
             names |= {a.name.split(".")[0] for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0:
             names.add(node.module.split(".")[0])
-    return sorted(names - set(sys.stdlib_module_names))
+    local = {name for name in names if (script.parent / f"{name}.py").is_file()}
+    for name in local:
+        names |= set(modules(script.parent / f"{name}.py"))
+    return sorted(names - local - set(sys.stdlib_module_names))
 
 
 def main() -> int:

@@ -4,7 +4,7 @@
 
 Runs ppo_torch_compile.py's train() unchanged except that torch.compile returns the function
 itself, uncompiled, for the parts not named in --parts:
-  policy  the policy step with its sampler (`policy`),
+  policy  the policy step with its sampler (`sample`),
   critic  the value of the final observations (`agent.value`),
   update  the minibatch update: forward, loss, traced backward, clipping, foreach Adam.
 Every uncompiled part runs the same code eagerly. Only an eager update changes its optimizer: eager
@@ -34,7 +34,7 @@ from bench.compiler_caches import reset_torch_compile
 from bench.load_script import load
 from bench.outputs import check_out, write_atomic
 
-PARTS = {"policy": "policy", "critic": "value", "update": "learn_minibatch"}  # part -> compiled function's name
+PARTS = {"policy": "sample", "critic": "value", "update": "learn_minibatch"}  # part -> compiled function's name
 
 
 def seeds(text: str) -> list[int]:

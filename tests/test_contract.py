@@ -470,7 +470,7 @@ def test_a_json_out_that_cannot_be_written_is_refused_before_anything_is_built(
     def built(*args, **kwargs):
         raise AssertionError("the environment was built before --json-out was checked")
 
-    monkeypatch.setattr(module.gymnax, "make", built)
+    monkeypatch.setattr(harness.gymnax, "make", built)
     code = harness.main(module.Args, module.train, ["--json-out", where])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "\n" not in err and err.startswith("error: --json-out ") and message in err

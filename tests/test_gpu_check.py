@@ -313,6 +313,7 @@ SCRIPT = (ROOT / "ppo_torch.py").read_text() if "torch" in VARIANTS else ""
 def gpu_check_on_torch_reading_back(directory):
     """gpu-check on a scratch copy of ppo_torch.py whose GAE reads a tensor back, which its process for torch loads."""
     shutil.copytree(ROOT / "bench", directory / "bench", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "harness.py", directory / "harness.py")  # what the script imports beside it
     patch = "\n_gae = compute_gae\ncompute_gae = lambda r, *a: (r.sum().item(), _gae(r, *a))[1]  # a host read\n"
     (directory / "ppo_torch.py").write_text(SCRIPT + patch)
     return run_gpu_check("--variants", "torch", cwd=directory)

@@ -65,17 +65,17 @@ def rise_run(variant: str, **flags):
 @pytest.mark.parametrize("variant", JIT_VARIANTS)
 def test_jit_variant_compiles_its_iteration_once(variant):
     record, names = rise_run(variant)
-    assert names["jit(collect_and_update)"] == 1, names  # compiled on iteration 0, reused by the 5 others
-    assert names["jit(rollout_and_collect)"] == names["jit(updated)"] == 0
+    assert names["jit(iteration)"] == 1, names  # compiled on iteration 0, reused by the 5 others
+    assert names["jit(rollout_and_batch)"] == names["jit(updated)"] == 0
     assert record["compiles_after_first_iteration"] == 0
 
 
 @needs("jax_nnx")
 def test_nnx_without_cached_partial_compiles_once_and_runs_the_same():
-    # --sync-timing too: its two programs, the rollout with collect and the update, must not retrace either.
+    # --sync-timing too: its two programs, the rollout with its batch and the update, must not retrace either.
     record, names = rise_run("jax_nnx", cached_partial=False, sync_timing=True)
     assert record["args"]["cached_partial"] is False and rise_run("jax_nnx")[0]["args"]["cached_partial"] is True
-    assert names["jit(rollout_and_collect)"] == names["jit(updated)"] == 1 and names["jit(collect_and_update)"] == 0, names
+    assert names["jit(rollout_and_batch)"] == names["jit(updated)"] == 1 and names["jit(iteration)"] == 0, names
     assert record["compiles_after_first_iteration"] == 0
     np.testing.assert_allclose(record["episodic_return"], rise_run("jax_nnx")[0]["episodic_return"], rtol=1e-5)
 
@@ -102,12 +102,10 @@ SHORT_RISE = dict(total_timesteps=2 * 32 * 32, update_epochs=2, num_minibatches=
 def test_nojit_runs_eagerly_not_compiled():
     _, names = rise_run("linen_nojit", **SHORT_RISE)
     ours = {
-        "collect_and_update",  # the harness's compile_iteration composes these, with jit the identity here
-        "rollout_and_collect",
-        "updated",
-        "<lambda>",
-        "collect",
+        "iteration",  # train's, called without jit
+        "make_batch",
         "rollout",
+        "env_step",
         "compute_gae",
         "backward",
         "update",

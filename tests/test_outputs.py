@@ -6,7 +6,6 @@ import functools
 
 import pytest
 
-import harness
 from bench import load_script, outputs
 
 # tool -> its arguments but --out (DIR for plot.py: the temporary directory), and whether --out names a directory
@@ -44,7 +43,7 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_work(tool, where
     }[where]
     module = load(tool)
     with pytest.raises(SystemExit) as exited:
-        harness.main(module.Args, module.train, [*(f.format(tmp=tmp_path) for f in flags), "--out", str(out)])
+        module.main([*(f.format(tmp=tmp_path) for f in flags), "--out", str(out)])
     assert exited.value.code == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and err.startswith(f"error: --out {out} cannot be written: ") and problem in err, err

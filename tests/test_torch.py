@@ -46,12 +46,12 @@ def test_compiled_frames_exist_and_nothing_recompiles_after_iteration_0(tmp_path
     assert record["compiles_after_first_iteration"] == 0, caplog.text
 
     # Compiled code hangs on the code objects of the functions dynamo compiled: one entry per
-    # compilation. The policy step, the critic, and the minibatch update (whose Adam step is a frame of
+    # compilation. The action step, the critic, and the minibatch update (whose Adam step is a frame of
     # its own, with graph breaks around it that torch puts there, after which dynamo resumes in
     # minibatch_step) each have exactly one: compiled once, in iteration 0, and never again.
     closures = {c.co_name: c for c in module.train.__code__.co_consts if isinstance(c, types.CodeType)}
     frames = {
-        "policy (policy step)": closures["policy"],
+        "sample (the action step)": closures["sample"],
         "Agent.value (critic)": module.Agent.value.__code__,
         "learn_minibatch": closures["learn_minibatch"],
         "minibatch_step": module.minibatch_step.__code__,
