@@ -141,3 +141,13 @@ def test_the_time_to_learn_table_gives_the_committed_learn_reports_numbers():
             reported = {numbers for numbers, n in given.get((env, variant, float(bar)), set()) if str(n) in counts}
             numbers = tuple(float(x) for x in re.fullmatch(r" ?([\d.]+) \[([\d.]+), ([\d.]+)\] ?", cell).groups())
             assert numbers in reported, f"{env} to {bar}, {variant}: findings {cell.strip()}, reports {reported}"
+
+
+def test_the_help_describes_every_experiment_the_sweep_takes():
+    """`benchmark.sh --help` lists the experiments one a line, in the order --experiments names them: none left out."""
+    from bench.presets import EXPERIMENTS
+
+    text = help_text("benchmark.sh")
+    described = re.findall(r"^  (\w+) +(?:\(\d\) )?\S", text.split("\nExperiments")[1].split("\nEnvironment:")[0], re.M)
+    assert described == EXPERIMENTS
+    assert f"--experiments LIST   from {','.join(EXPERIMENTS)}" in text
