@@ -220,3 +220,16 @@ def test_every_interval_the_readme_and_findings_give_is_a_committed_estimate(pag
         if not hits:
             wrong.append(f"line {line}: ...{' '.join(before.split())[-40:]} [{low}, {high}]")
     assert wrong == [], f"{page}: no committed estimate has these intervals: {wrong}"
+
+
+def test_the_quick_start_sets_up_trains_and_tests_in_a_line_each():
+    """README's Quick start is three lines, as CleanRL's: one sets up (a virtual environment, requirements.txt, and
+    PyTorch's CPU index beside PyPI, whose 2.13.0+cpu meets the pin), one trains, one runs the tests as CI does
+    (.ci/run's last line); the GPU's set-up is named beside it."""
+    section = (ROOT / "README.md").read_text().split("## Quick start")[1].split("\n## ")[0]
+    (block,) = re.findall(r"```bash\n(.*?)```", section, flags=re.S)
+    setup, train, test = block.strip().splitlines()
+    assert setup.startswith("python3 -m venv .venv && source .venv/bin/activate && pip install -r requirements.txt ")
+    assert setup.endswith(" --extra-index-url https://download.pytorch.org/whl/cpu")
+    assert train.startswith("python ppo_") and "pip install -r requirements-gpu.txt" in section
+    assert (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1] == ".venv/bin/" + test
