@@ -34,6 +34,9 @@
 #   scaling  (4) --num-envs sweep on CartPole-v1 with the small model: cost vs amount of work
 #   seeds        --num-seeds 1, 4, 16 (64): seeds trained at once where a script takes it, beside one seed of every
 #                variant, at size s: N seeds at once against N one after another
+#   stacks       each framework on environments of its own stack (the torch scripts on torch_envs.py and on
+#                Gymnasium, Linen stepped from a Python loop) beside each on gymnax, with the same dynamics: the
+#                environments those stacks have, rollout (with GAE) and update timed apart
 #   learn        CartPole-v1, Acrobot-v1 and Pendulum-v1, each script's default config (Pendulum-v1: its settings),
 #                over many seeds: does every variant learn, and how many seconds does it take to?
 #
@@ -70,7 +73,7 @@ Options:
   --variants LIST      comma-separated names of ppo_*.py scripts (jax_linen for ppo_jax_linen.py; default all),
                        or of a script on another environment stack (torch+torchenv; bench/variants.py lists them)
   --envs LIST          gymnax or Craftax ids for overall, sync, compile, seeds, stacks and learn (scaling: CartPole-v1;
-                       stacks: those torch_envs.py has, CartPole-v1 and Acrobot-v1)
+                       stacks: those torch_envs.py has, CartPole-v1, Acrobot-v1 and Pendulum-v1)
   --sizes LIST         from s (64,64), m (256x3), l (1024x6)
   --repeats N          seeds 1..N for every run
   --iterations N       iterations of every timed run (overall, sync, compile, stacks; N >= 2), in place of the

@@ -141,3 +141,95 @@ def test_the_time_to_learn_table_gives_the_committed_learn_reports_numbers():
             reported = {numbers for numbers, n in given.get((env, variant, float(bar)), set()) if str(n) in counts}
             numbers = tuple(float(x) for x in re.fullmatch(r" ?([\d.]+) \[([\d.]+), ([\d.]+)\] ?", cell).groups())
             assert numbers in reported, f"{env} to {bar}, {variant}: findings {cell.strip()}, reports {reported}"
+
+
+def test_the_help_describes_every_experiment_the_sweep_takes():
+    """`benchmark.sh --help` lists the experiments one a line, in the order --experiments names them: none left out."""
+    from bench.presets import EXPERIMENTS
+
+    text = help_text("benchmark.sh")
+    described = re.findall(r"^  (\w+) +(?:\(\d\) )?\S", text.split("\nExperiments")[1].split("\nEnvironment:")[0], re.M)
+    assert described == EXPERIMENTS
+    assert f"--experiments LIST   from {','.join(EXPERIMENTS)}" in text
+
+
+def committed_estimates() -> list:
+    """(value, low, high) of every estimate with an interval that a committed report or study's JSON under results/
+    holds (the records excepted): a ratio's `ratio`, `ci_low`, `ci_high` or `ci`, a statistic's `X`, `X_ci_low`,
+    `X_ci_high` or `X_ci`, steps per second's `agent_sps`, `sps_low`, `sps_high`."""
+    found = []
+
+    def walk(value):
+        if isinstance(value, dict):
+            for key, x in value.items():
+                if isinstance(x, (int, float)) and not isinstance(x, bool):
+                    ratio = key.startswith("ratio") or key in ("prob_improvement", "agent_sps")
+                    pairs = [(f"{key}_ci_low", f"{key}_ci_high")]
+                    pairs += [("ci_low", "ci_high"), ("sps_low", "sps_high")] if ratio else []
+                    for low, high in pairs:
+                        if all(isinstance(value.get(k), (int, float)) for k in (low, high)):
+                            found.append((x, value[low], value[high]))
+                    for ci in [f"{key}_ci", *(["ci"] if ratio else [])]:
+                        if isinstance(value.get(ci), list) and len(value[ci]) == 2 and None not in value[ci]:
+                            found.append((x, *value[ci]))
+                walk(x)
+        elif isinstance(value, list):
+            for x in value:
+                walk(x)
+
+    for path in sorted((ROOT / "results").rglob("*.json")):
+        if "records" not in path.relative_to(ROOT / "results").parts:
+            walk(json.loads(path.read_text()))
+    return found
+
+
+def as_printed(printed: str, x: float, scale: float = 1) -> bool:
+    """`printed` is x (in units of `scale`) rounded to the digits it shows: 2.00 is 2.0048, 2.01 is not."""
+    places = len(printed.partition(".")[2])
+    return abs(float(printed) - x / scale) <= 0.5 * 10**-places * 1.000001
+
+
+INTERVAL = re.compile(r"\[(-?\d+(?:\.\d+)?)(k?), (-?\d+(?:\.\d+)?)(k?)\]")
+
+
+def intervals(page: Path):
+    """(line, the text just before, low, high, scale) of every "[low, high]" on the page but the README's generated
+    answer table (test_front checks it) and ranges ("within [0.88, 1.11]", "one torque in [-2, 2]")."""
+    text = re.sub(r"<!-- answer\.md.*?<!-- end of answer\.md -->", "", page.read_text(), flags=re.S)
+    for m in INTERVAL.finditer(text):
+        before = re.split(r"[\[;]", text[max(0, m.start() - 90) : m.start()])[-1]
+        if re.search(r"(within|in) $", before):
+            continue
+        yield text.count("\n", 0, m.start()) + 1, before, m.group(1), m.group(3), 1000 if m.group(2) else 1
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/findings.md"])
+def test_every_interval_the_readme_and_findings_give_is_a_committed_estimate(page):
+    """Every "[low, high]" in the README and the findings is the interval of an estimate some committed JSON under
+    results/ holds, rounded as printed (2.00, not 2.01, for 2.0048), so a number copied wrong, or left behind when a
+    report is remade, fails here; in the README the estimate itself must be one of the numbers just before it (the
+    findings also give reciprocals, 1/0.946 = 1.06x ([0.914, 0.973]), and milliseconds of a study's microseconds)."""
+    estimates = committed_estimates()
+    wrong = []
+    for line, before, low, high, scale in intervals(ROOT / page):
+        scales = (scale,) if page == "README.md" else (scale, 1e-3 * scale)
+        hits = [e for e in estimates for s in scales if as_printed(low, e[1], s) and as_printed(high, e[2], s)]
+        if page == "README.md":
+            numbers = re.findall(r"-?\d+(?:\.\d+)?", before.replace(",", ""))
+            hits = [e for e in hits if any(as_printed(n, e[0], scale) for n in numbers)]
+        if not hits:
+            wrong.append(f"line {line}: ...{' '.join(before.split())[-40:]} [{low}, {high}]")
+    assert wrong == [], f"{page}: no committed estimate has these intervals: {wrong}"
+
+
+def test_the_quick_start_sets_up_trains_and_tests_in_a_line_each():
+    """README's Quick start is three lines, as CleanRL's: one sets up (a virtual environment, requirements.txt, and
+    PyTorch's CPU index beside PyPI, whose 2.13.0+cpu meets the pin), one trains, one runs the tests as CI does
+    (.ci/run's last line); the GPU's set-up is named beside it."""
+    section = (ROOT / "README.md").read_text().split("## Quick start")[1].split("\n## ")[0]
+    (block,) = re.findall(r"```bash\n(.*?)```", section, flags=re.S)
+    setup, train, test = block.strip().splitlines()
+    assert setup.startswith("python3 -m venv .venv && source .venv/bin/activate && pip install -r requirements.txt ")
+    assert setup.endswith(" --extra-index-url https://download.pytorch.org/whl/cpu")
+    assert train.startswith("python ppo_") and "pip install -r requirements-gpu.txt" in section
+    assert (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1] == ".venv/bin/" + test
