@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 from bench.outputs import check_out, write_atomic
 from bench.variants import discover
+from studies.envs import env_problem
 
 PROGRAM = "jit_collect_and_update"  # the name of the iteration's one program in every jitted JAX script
 HIDDEN = {"s": "64,64", "m": "256,256,256"}
@@ -82,6 +83,7 @@ def main(argv=None) -> int:
         f"--other-code {other} has no ppo_{v}.py" for v in a.variants.split(",") if not (other / f"ppo_{v}.py").exists()
     ]
     problems += [f"--size {a.size}: sizes are {', '.join(HIDDEN)}"] * (a.size not in HIDDEN)
+    problems += [problem] if not problems and (problem := env_problem(a.env_id)) else []
     if problems:
         print(f"error: {problems[0]}", file=sys.stderr)
         return 2
