@@ -163,6 +163,13 @@ def settings(a, names: list, stacks: list = ()) -> dict:
     p["restrict"] = {key: only for key, only in p["restrict"].items() if kept(key)}
     if a.experiments:
         p["experiments"] = split_checked(a.experiments, "--experiments", EXPERIMENTS)
+    # make_plan runs these at size s whatever --sizes says: a list without s would get size s in silence
+    if a.sizes and "s" not in p["sizes"] and (at_s := [e for e in p["experiments"] if e in AT_SIZE_S]):
+        many = len(at_s) > 1
+        raise Refused(
+            f"--sizes {a.sizes}: the {and_list(at_s)} experiment{'s' * many} run{'s' * (not many)} at size s only; add s"
+            f" to --sizes, or leave {and_list(at_s)} out of --experiments"
+        )
     if a.repeats:
         p["repeats"] = positive(a.repeats, "--repeats must be a positive integer")
     if a.iterations:
@@ -178,6 +185,10 @@ def settings(a, names: list, stacks: list = ()) -> dict:
         raise Refused(f"--caches must be warm or cold; got '{a.caches}'")
     p["caches"] = a.caches or "warm"
     return p
+
+
+# The experiments whose runs make_plan makes at size s alone, whatever --sizes says (learn: each script's defaults)
+AT_SIZE_S = {"scaling", "seeds", "learn"}
 
 
 def devices_and_jobs(a, gpu_check: bool) -> tuple:

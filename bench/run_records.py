@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from bench.outputs import write_atomic
-from bench.variants import _pairs, _shows, discover, setting_name, without_settings
+from bench.variants import NotALiteral, _number, _pairs, discover, script_defaults, setting_name, without_settings
 
 declared = functools.cache(discover)  # read once: a plan asks it of every record it finds
 
@@ -61,22 +61,82 @@ def planned(run: tuple) -> list:
     return _pairs(tuple(given))
 
 
+# The Args fields that change nothing a record measures: where it is written, what it prints, TensorBoard's logs. Every
+# other field is compared, exp_name too where the plan passes it (always: plot.py files a record by it).
+NOT_WORK = {"json_out", "quiet", "tensorboard"}
+
+
+def as_args(pairs, defaults: dict) -> dict:
+    """A command's (flag, value) pairs applied to a script's Args defaults, as the script's parser sets them: --b 3: b
+    is "3" (a flag's text, compared as a number where it is one); --c: c is true; --no-a: a is false."""
+    args = dict(defaults)
+    for flag, value in pairs:
+        key = flag[2:].replace("-", "_")
+        if value is not None:
+            args[key] = value
+        elif key.startswith("no_") and key not in defaults:
+            args[key[3:]] = False
+        else:
+            args[key] = True
+    return args
+
+
+def same(made, wanted) -> bool:
+    """A record's value against what the plan gives: a bool only as that bool, a number as a number ("1e-3" and 0.001
+    alike), a flag's text as the value's text, a tuple as JSON's list."""
+    if isinstance(made, bool) or isinstance(wanted, bool):
+        return made is wanted
+    if _number(made) is not None and _number(wanted) is not None:
+        return _number(made) == _number(wanted)
+    wanted = list(wanted) if isinstance(wanted, tuple) else wanted
+    return made == wanted or isinstance(wanted, str) and not isinstance(made, (dict, list)) and str(made) == wanted
+
+
+@functools.cache
+def gpu_here() -> bool:
+    """Whether a script given cuda (its default) would find a GPU here, as plan.visible_gpus finds them."""
+    return bool(os.environ.get("CUDA_VISIBLE_DEVICES")) or bool(gpu_names())
+
+
+def other_args(made: dict, run: tuple, device=None) -> str:
+    """How `made` (a record's args, or a failure record's command read as args) differs from what the plan's command
+    gives its run: the script's Args defaults, read from its source, with the plan's flags. '' where they are equal
+    but for NOT_WORK; the plan's flags first, then the defaults, then what the script no longer has."""
+    pairs = planned(run)
+    defaults = script_defaults(Path(run.script).name)
+    wanted = as_args(pairs, defaults)
+    flagged = [flag[2:].replace("-", "_") for flag, _ in pairs]
+    flagged = [k[3:] if k.startswith("no_") and k not in defaults else k for k in flagged]
+    for key in dict.fromkeys([*flagged, *wanted, *made]):
+        if key in NOT_WORK or key in made and key in wanted and same(made[key], wanted[key]):
+            continue
+        # cuda picks the device, where there is a GPU: without one, a run with --no-cuda ran where the plan's runs do
+        if key == "cuda" and made.get(key) is False and wanted.get(key) is True and device == "cpu" and not gpu_here():
+            continue
+        shown = made.get(key, "not recorded")
+        shown = "not given" if isinstance(shown, NotALiteral) else shown  # a failure record's command left it out
+        if key not in wanted:
+            return f"--{key.replace('_', '-')}: {shown}, which {run.script} does not take"
+        if isinstance(wanted[key], NotALiteral):
+            return f"--{key.replace('_', '-')}: {shown}, and {run.script}'s default is no literal ({wanted[key]})"
+        plan = wanted[key] if key in flagged else f"{wanted[key]} ({run.script}'s default)"
+        return f"--{key.replace('_', '-')}: {shown}, the plan {plan}"
+    return ""
+
+
 def other_settings(record: dict, run: tuple) -> str:
     """How a record was made otherwise than the plan makes its run ("--total-timesteps: 512, the plan 1280"), or ''.
-    An ok record's settings are its args; a failure record's, the command it ran."""
+    An ok record's settings are its args, every field; a failure record's, the command it ran, on its script's
+    defaults."""
     if record.get("status") == "failed":
         command = record.get("command")
         if not (isinstance(command, list) and len(command) > 2 and str(command[2]).startswith("--")):
             return "its command is not recorded"
-        made = dict(_pairs(tuple(map(str, command[2:]))))  # PYTHON SCRIPT --flag value ...
-        for flag, value in planned(run):
-            if made.get(flag, "absent") != value:
-                return f"{flag}: {made.get(flag, 'not given')}, the plan {value or 'gives it'}"
-        return ""
+        given = _pairs(tuple(map(str, command[2:])))  # PYTHON SCRIPT --flag value ...
+        return other_args(as_args(given, script_defaults(Path(run.script).name)), run)
     args = record.get("args") if isinstance(record.get("args"), dict) else {}
-    for flag, value in planned(run):
-        if not _shows(args, flag, value):
-            return f"{flag}: {args.get(flag[2:].replace('-', '_'), 'not recorded')}, the plan {value or 'gives it'}"
+    if why := other_args(args, run, record.get("device")):
+        return why
     # a setting's run: its record shows the setting's flags, no more
     if (shown := setting_name(str(record.get("variant")), args, declared(), settings_of(record))) != run.variant:
         return f"made as {shown}, the plan {run.variant}"

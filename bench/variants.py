@@ -9,6 +9,7 @@ nothing here names one.
 
 import ast
 import dataclasses
+import functools
 import sys
 from pathlib import Path
 from typing import Optional
@@ -58,6 +59,39 @@ def args_fields(tree: ast.Module) -> set:
         if isinstance(node, ast.ClassDef) and node.name == "Args":
             return {n.target.id for n in node.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
     return set()
+
+
+class NotALiteral:
+    """A field's default that is not a literal (exp_name's, the script's own name): what it is, only running says."""
+
+    def __init__(self, source: str):
+        self.source = source
+
+    def __repr__(self) -> str:
+        return self.source
+
+
+def args_defaults(tree: ast.Module) -> dict:
+    """{field: its default} of the script's Args dataclass, read from its source, each default as a literal
+    (ast.literal_eval), or NotALiteral where it is an expression or absent."""
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == "Args":
+            defaults = {}
+            for n in node.body:
+                if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name):
+                    try:
+                        defaults[n.target.id] = ast.literal_eval(n.value) if n.value is not None else NotALiteral("none")
+                    except ValueError:
+                        defaults[n.target.id] = NotALiteral(ast.unparse(n.value))
+            return defaults
+    return {}
+
+
+@functools.cache
+def script_defaults(script: str, root: Path = ROOT) -> dict:
+    """args_defaults of a script beside benchmark.sh (`script`: its file name), read once."""
+    path = root / script
+    return args_defaults(ast.parse(path.read_text(), filename=str(path)))
 
 
 def environment_defaults(tree: ast.Module) -> tuple:

@@ -1,7 +1,8 @@
 """The front page's answer: each variant's steady iteration over jax_linen's, one column per question (a model size over
 the 12 gymnax environments, an expensive environment, a GPU), each column computed from the records of the sweeps
 that measured it, as plot.py computes its answer (report.timing: a ratio per block, the geometric mean over the blocks,
-its bootstrap interval), so that every cell is the number the source's own summary.md gives. Writes answer.md (the
+its bootstrap interval), so that every cell is the number the source's own summary.md gives (where a source ran
+environments beyond the column's, its summary.md pools them too; the column does not). Writes answer.md (the
 table README.md shows, and where each column comes from) and answer.png, made apart and moved in once all are made (the
 page's copy too); what it cannot read, every file and folder of it, is an error (exit 2, nothing written).
 
@@ -22,9 +23,10 @@ from typing import Optional
 import numpy as np
 
 from bench.outputs import check_out
+from bench.presets import STUDY_ENVS
 from report.records import DECLARED, VARIANTS, Unreadable, load_runs, machine, ordered, warm
 from report.tables import table
-from report.timing import REFERENCE, compare, memory, suite
+from report.timing import REFERENCE, compare, memory
 
 ROOT = Path(__file__).resolve().parent.parent
 GPU_ONLY = {v.name for v in DECLARED if v.gpu_only}
@@ -35,10 +37,13 @@ class Column:
     title: str
     size: str  # s, m or l
     sources: tuple  # sets (results/KIND/SET, their runs in records/); a variant's cell comes from the first with an interval
-    env: Optional[str] = None  # one environment; None: every gymnax environment the source ran
+    env: Optional[str] = None  # one environment; None: those of `envs` that the source ran
     # the source of Linen's seconds in the header and, in the first column, of every variant's per-run statistics, so
     # that those come from one machine; None: the first source that ran Linen
     base: Optional[str] = None
+    # where env is None, the environments the column pools and its header counts: the study's 12 gymnax ones, discrete
+    # actions all; a source's other runs (Pendulum-v1's continuous actions, say) are not of this column
+    envs: tuple = tuple(STUDY_ENVS)
 
 
 # The README's table, column by column. Two sources where one sweep timed the torch variants beside Linen and another
@@ -62,13 +67,13 @@ class FrontError(ValueError):
 
 
 def column_runs(column: Column, runs) -> list:
-    """The overall runs of one source that the column reads."""
+    """The overall runs of one source that the column reads: of its size, and of its environment or environments."""
     return [
         r
         for r in runs
         if r.experiment == "overall"
         and r.size == column.size
-        and (r.env == column.env if column.env else suite(r.env) == "gymnax")
+        and (r.env == column.env if column.env else r.env in column.envs)
     ]
 
 

@@ -70,6 +70,12 @@ def markdown_header(h) -> list:
             f"- {h['smoke_test']} runs step fewer than 256 steps a rollout (the quick preset's smoke test): start-up and"
             " compiling dominate their time, so their multiples test the sweep and the figures and answer nothing"
         )
+    if h.get("one_steady"):
+        lines.append(
+            f"- {h['one_steady']} runs timed at most one iteration after iteration 0 (2 iterations in all, or fewer):"
+            " their steady iteration is that one iteration's time, not a median, so a slow spell of the machine moves it"
+            " whole (a run of iteration 0 alone has iteration 0's, compiling included)"
+        )
     if h.get("no_reference"):
         lines.append(
             f"- no {REFERENCE} run among these records: every multiple (the answer, rollout vs update, the stacks) is of"

@@ -95,6 +95,7 @@ def summary_header(runs, failures, directory: Path) -> dict:
         # every multiple is of jax_linen's time in the same block: without its runs there is none (said, not left blank)
         **({"no_reference": True} if all(r.variant != timing.REFERENCE for r in runs) else {}),
         **({"smoke_test": smaller} if (smaller := sum(smoke_test(r.record) for r in runs)) else {}),
+        **({"one_steady": few} if (few := sum(one_steady(r.record) for r in runs)) else {}),
     }
 
 
@@ -102,6 +103,12 @@ def smoke_test(record: dict) -> bool:
     """A run of fewer steps a rollout than the answer's iteration (the quick preset's): start-up and compiling dominate
     its time, so its multiples test the sweep and the figures, and answer nothing."""
     return (record.get("args") or {}).get("num_steps", 256) < 256
+
+
+def one_steady(record: dict) -> bool:
+    """A run of at most 2 iterations (--iterations 2): its steady iteration, the median of iterations 1-end, is one
+    iteration's time (where it ran no other than iteration 0, iteration 0's, compiling included)."""
+    return len(record["iteration_durations"]) <= 2
 
 
 def machines(runs) -> int:

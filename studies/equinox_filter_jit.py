@@ -38,6 +38,7 @@ import harness
 import ppo_jax_equinox
 import ppo_jax_linen
 from report.timing import interval
+from studies.envs import env_problem
 
 
 @dataclasses.dataclass
@@ -142,6 +143,9 @@ def ratio_row(a: str, b: str, times: dict, name: str) -> dict:
 
 
 def main(opts: Options):
+    if problem := env_problem(opts.env_id, discrete_gymnax=True):
+        print(f"error: {problem}", file=sys.stderr)
+        raise SystemExit(2)
     # dispatch: per-call seconds, filter_jit and jax.jit alternating (which goes first alternates too)
     runner = the_runner(opts)
     jitted = {"filter_jit": eqx.filter_jit(no_work), "jax.jit": jax.jit(no_work)}

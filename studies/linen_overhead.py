@@ -13,6 +13,7 @@ load on the machine does not decide the ratio.
 import dataclasses
 import os
 import statistics
+import sys
 import time
 
 import flax.linen as nn
@@ -24,6 +25,7 @@ import tyro
 
 import harness
 import ppo_jax_linen
+from studies.envs import env_problem
 
 
 @dataclasses.dataclass
@@ -141,6 +143,9 @@ def time_plain(env, env_params, hidden, args, iterations):
 
 
 def main(opts: Options):
+    if problem := env_problem(opts.env_id, discrete_gymnax=True):
+        print(f"error: {problem}", file=sys.stderr)
+        raise SystemExit(2)
     args = ppo_jax_linen.Args(
         env_id=opts.env_id,
         hidden=opts.hidden,

@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 from bench.outputs import check_out, write_atomic
 from bench.variants import discover
+from studies.envs import env_problem
 
 # The name of the iteration's one program in every jitted JAX script: jit_iteration, or in checkouts before the scripts
 # wrote their iteration in train, jit_collect_and_update.
@@ -88,6 +89,7 @@ def main(argv=None) -> int:
         f"--other-code {other} has no ppo_{v}.py" for v in a.variants.split(",") if not (other / f"ppo_{v}.py").exists()
     ]
     problems += [f"--size {a.size}: sizes are {', '.join(HIDDEN)}"] * (a.size not in HIDDEN)
+    problems += [problem] if not problems and (problem := env_problem(a.env_id)) else []
     if problems:
         print(f"error: {problems[0]}", file=sys.stderr)
         return 2

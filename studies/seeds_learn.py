@@ -17,6 +17,7 @@ from bench.load_script import load
 from bench.outputs import check_out, write_atomic
 from bench.variants import scripts
 from report.learning import learning_statistics
+from studies.envs import env_problem
 
 
 def main(argv=None) -> int:
@@ -32,6 +33,9 @@ def main(argv=None) -> int:
         check_out(a.out)
     if a.variant not in offered or a.num_seeds < 3:
         print(f"error: --variant must be one of {', '.join(offered)} and --num-seeds at least 3", file=sys.stderr)
+        return 2
+    if problem := env_problem(a.env_id):
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     module = load(f"ppo_{a.variant}.py", f"benchback_seeds_learn_{a.variant}")
     quiet = dict(env_id=a.env_id, tensorboard=False, quiet=True)

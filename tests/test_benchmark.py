@@ -1031,6 +1031,27 @@ def test_a_combination_that_can_only_fail_is_refused_in_the_plan(tmp_path, flags
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(
+    "experiments, sizes, refused",
+    [("learn", "m", "the learn experiment runs"), ("seeds,overall", "m,l", "the seeds experiment runs"), ("learn", "s,m", "")],
+)
+def test_an_experiment_made_at_size_s_alone_is_refused_sizes_without_s(tmp_path, experiments, sizes, refused):
+    """learn (each script's defaults), seeds and scaling plan size s whatever --sizes says: a list without s is refused
+    in one line before anything runs, not planned at s in silence; with s among them, they run at s."""
+    out, python = tmp_path / "out", fake_python(tmp_path)
+    flags = ["--preset", "quick", "--variants", "jax_linen", "--experiments", experiments, "--sizes", sizes]
+    proc = sweep(*flags, "--repeats", "1", "--out", str(out), *["--dry-run"] * (not refused), env={"PYTHON": python})
+    if not refused:
+        assert proc.returncode == 0 and "learn/jax_linen__CartPole-v1__s__seed1" in proc.stdout, proc.stderr
+        return
+    assert proc.returncode == 2 and proc.stdout == "" and not out.exists(), proc.stdout
+    (line,) = proc.stderr.splitlines()
+    assert line == (
+        f"benchmark.sh: --sizes {sizes}: {refused} at size s only; add s to --sizes, or leave"
+        f" {experiments.split(',')[0]} out of --experiments"
+    )
+
+
 def test_an_out_with_a_space_is_refused_where_torch_compile_runs(tmp_path):
     flags = ["--preset", "quick", "--experiments", "overall", "--dry-run", "--out", str(tmp_path / "my out")]
     refused = sweep(*flags, "--variants", "jax_linen,torch_compile")

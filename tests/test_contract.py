@@ -13,12 +13,15 @@ import pytest
 import harness
 from bench import load_script
 from bench.compiler_caches import warm_compiler_caches
-from bench.run_records import ALLOCATOR, XLA_ONE_THREAD
+from bench.plan import Run
+from bench.run_records import ALLOCATOR, XLA_ONE_THREAD, other_settings
 from conftest import (
     EAGER_JAX_SLOW,
     JIT_VARIANTS,
     QUIET,
     ROOT,
+    SCRIPTS,
+    SHORT,
     VARIANTS,
     as_flags,
     framework,
@@ -194,6 +197,18 @@ def test_cli_smoke_run_writes_schema_2_json_and_tensorboard(variant, smoke):
     events = tensorboard_events(run_dir)
     tags = set(events.Tags()["tensors"]) | set(events.Tags()["scalars"])
     assert TENSORBOARD_TAGS | {"hyperparameters"} <= tags
+
+
+def test_a_scripts_record_is_done_for_the_plan_that_gives_its_command(variant, smoke):
+    """A resumed sweep counts a record done when its whole args are the script's defaults, read from its source, with
+    the plan's flags: the record of a real run of those flags is, every field as the script's parser made it."""
+    proc, _, out = smoke(variant)
+    assert proc.returncode == 0, proc.stderr
+    script = SCRIPTS[variant]
+    exp_name = script.removesuffix(".py")  # the smoke run passes none: the script's name, as the plan would pass it
+    run = Run("x", script, "CartPole-v1", "32,16", 3, exp_name, "s", 3, " ".join(SHORT), variant)
+    assert other_settings(read_json(out), run) == ""
+    assert other_settings(read_json(out), run._replace(flags=" ".join([*SHORT, "--gamma", "0.9"]))).startswith("--gamma")
 
 
 # Iterations of 4 envs x 16 steps and one small update, for tests that need only a few of them.

@@ -68,6 +68,16 @@ def test_each_cell_is_its_first_sources_ratio_with_an_interval(tmp_path, columns
     assert table["torch_compile+graphs", "peak memory at s"] == "needs a GPU"
 
 
+def test_a_column_holds_the_environments_it_names_and_counts_those(tmp_path, columns):
+    """Continuous-action runs in a source of a size's column (Pendulum-v1, written into the same records) are not of
+    the column's environments: neither its count nor its ratios move."""
+    make(tmp_path)
+    sweep(tmp_path / "torch-sweep", {"jax_linen": 0.2, "torch": 1.2}, envs=["Pendulum-v1"])
+    table = cells(front.markdown(front.answer_columns(front.load(tmp_path))))
+    assert table["torch", "size s, 3 gymnax environments"] == "3.00 [3.00, 3.00]"
+    assert not [column for _, column in table if "4 gymnax" in column]
+
+
 def test_a_base_source_gives_linens_seconds_and_every_per_run_statistic_from_one_machine(tmp_path, monkeypatch):
     """A column whose JAX cells come from a later sweep on another machine: their ratios from it, but Linen's seconds
     and every variant's iteration 0 from the base sweep, where torch's are (one machine's compile times side by side)."""

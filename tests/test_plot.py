@@ -458,6 +458,23 @@ def test_plot_flags_a_run_that_compiled_after_iteration_0(tmp_path, capsys):
     assert "seed2.json: compiled 1 time(s) after iteration 0" in capsys.readouterr().err
 
 
+def test_a_steady_time_from_one_iteration_is_said_so(tmp_path):
+    """A run of 2 iterations (--iterations 2): its steady iteration is one iteration's time; the report says how many
+    such runs it holds, as it says of the quick preset's, and says nothing of runs with a median over several."""
+    from report.markdown import markdown_header
+    from report.summary import summary_header
+
+    for seed, n in ((1, 3), (2, 2), (3, 2)):
+        rec = record("overall", "jax_linen", "CartPole-v1", "s", seed, total=5, iteration=0.1)
+        rec["iteration_durations"] = rec["iteration_durations"][:n]
+        write(tmp_path, f"overall/jax_linen__CartPole-v1__s__seed{seed}.json", rec)
+    runs, failures = records.load_runs(tmp_path)
+    said = lambda: [line for line in markdown_header(summary_header(runs, failures, tmp_path)) if "one iteration" in line]
+    assert len(said()) == 1 and said()[0].startswith("- 2 runs timed at most one iteration after iteration 0"), said()
+    runs = [r for r in runs if len(r.record["iteration_durations"]) > 2]
+    assert said() == []
+
+
 @pytest.mark.parametrize("make", [lambda p: p / "missing", lambda p: p, lambda p: write(p, "a.json", "{") or p])
 def test_plot_fails_clearly_on_a_missing_or_empty_dir(make, tmp_path, capsys):
     assert plot.main([str(make(tmp_path))]) == 2

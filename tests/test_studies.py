@@ -2,6 +2,7 @@
 rename in a script must fail here rather than the next time someone runs the study. About five minutes on 2 cores,
 so opt-in with the other slow tests: python -m pytest -m slow tests/test_studies.py"""
 
+import importlib
 import json
 import os
 import shutil
@@ -188,10 +189,36 @@ def test_run_settings_gives_each_settings_ratio_and_its_effect_on_the_multiple_o
         ("run_settings", ["--settings", "other_code", "--other-code", "/nonexistent"], "--other-code: no script"),
         ("craftax_scan", ["--settings", "all_cores,fast"], "unknown setting 'fast'"),
         ("craftax_scan", ["--env-id", "Craftax-v9"], "unknown environment 'Craftax-v9'"),
+        ("same_program", ["--other-code", str(ROOT), "--variants", "jax_linen", "--env-id", "NoSuchEnv-v0"], "NoSuchEnv"),
     ],
 )
 def test_a_study_refuses_bad_input_before_any_run(study, flags, problem, tmp_path):
     assert_refused(study, flags, problem, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "study, env_id, problem",
+    [
+        ("seeds_learn", "NoSuchEnv-v0", "unknown environment 'NoSuchEnv-v0'"),
+        ("linen_overhead", "NoSuchEnv-v0", "unknown environment 'NoSuchEnv-v0'"),
+        ("equinox_filter_jit", "NoSuchEnv-v0", "unknown environment 'NoSuchEnv-v0'"),
+        # the two that make gymnax's environment and a categorical policy themselves
+        ("equinox_filter_jit", "Pendulum-v1", "Pendulum-v1 has continuous actions"),
+        ("linen_overhead", "Craftax-Classic-Symbolic-v1", "gymnax.make, which has no Craftax"),
+    ],
+)
+def test_a_study_refuses_an_environment_it_cannot_run_before_any_work(study, env_id, problem, tmp_path, capsys):
+    """Each study with an --env-id checks it as the scripts do (one line, exit code 2, nothing written), in this
+    process: a subprocess of each would import jax again for every case."""
+    module, out = importlib.import_module(f"studies.{study}"), tmp_path / "result.json"
+    with pytest.raises(SystemExit) as exited:
+        if hasattr(module, "Options"):  # tyro's: main takes the parsed options
+            module.main(module.Options(env_id=env_id, out=str(out)))
+        else:
+            raise SystemExit(module.main(["--env-id", env_id, "--out", str(out)]))
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and err.count("\n") == 1 and problem in err, err
+    assert not out.exists()
 
 
 @pytest.mark.skipif(not shutil.which("taskset"), reason="needs taskset")
