@@ -3,42 +3,7 @@
 #
 #   bash benchmark.sh                                # the original study's GPU sweep (--preset full)
 #   bash benchmark.sh --preset cpu                   # the study's answer on 2 CPU cores (--dry-run: its estimated time)
-#   bash benchmark.sh --preset quick --out /tmp/q    # a smoke test, 2.5 to 4 minutes on 2 CPU cores
-#   bash benchmark.sh --preset learn                 # every variant learns CartPole-v1, Acrobot-v1, Pendulum-v1
-#   bash benchmark.sh --preset gpu-check             # first on a GPU: every variant, every check, one table
-#   bash benchmark.sh --preset gpu --part next       # one GPU's headline sweep, its next part (--dry-run lists them)
-#   bash benchmark.sh --preset full --variants jax_linen,torch --sizes s --dry-run
-#   python plot.py benchmark_out/cpu                 # figures, summary.md and summary.json (ratios with intervals)
-#
-# Beyond one run at a time (the plan's runs are numbered 1..N; the same command numbers them the same):
-#   bash benchmark.sh --preset full --list           # the plan, one "INDEX NAME" line per run
-#   bash benchmark.sh --preset full --task 17        # run 17 alone (skipped if done; resumes like a rerun)
-#   bash benchmark.sh --preset full --devices 0,1,2,3  # four runs at once, one per GPU (CUDA_VISIBLE_DEVICES)
-#   bash benchmark.sh --preset full --slurm --jobs 16  # a SLURM array over the plan, 16 GPUs at once
-#
-# Each run is its own process writing one JSON record (schema 2) to OUT/EXPERIMENT/NAME.json, where
-# NAME = VARIANT__ENV__SIZE[__nNUM_ENVS]__seedSEED. Rerunning the same command resumes: runs whose
-# JSON exists, parses and was made with the settings the plan gives them today are skipped (one made
-# otherwise, --iterations 2 then 5, is named, run again and replaced), and the scripts write their JSON
-# atomically, so a killed sweep loses only the run in flight. A run that crashes, times out or runs out
-# of memory leaves a failure record (status "failed", the command, exit code, stderr tail) in its place
-# and the sweep goes on. One sweep per OUT at a time: a second (or a --task) is refused while the first,
-# or a run it left going, holds OUT/logs/sweep.lock. SIGHUP (a closed terminal) is a Ctrl-C.
-#
-# Experiments (numbered as in the original study):
-#   overall  (1) async timing, the headline durations and pairwise speedups
-#   sync     (2) --sync-timing: rollout (with GAE) and update timed apart
-#   compile  (3) compilation on/off, and settings. linen vs linen_nojit and torch_compile vs torch are variants
-#                of "overall"; this runs the settings beside their script: nnx with and without cached_partial,
-#                and on a GPU torch_compile with and without CUDA graphs
-#   scaling  (4) --num-envs sweep on CartPole-v1 with the small model: cost vs amount of work
-#   seeds        --num-seeds 1, 4, 16 (64): seeds trained at once where a script takes it, beside one seed of every
-#                variant, at size s: N seeds at once against N one after another
-#   stacks       each framework on environments of its own stack (the torch scripts on torch_envs.py and on
-#                Gymnasium, Linen stepped from a Python loop) beside each on gymnax, with the same dynamics: the
-#                environments those stacks have, rollout (with GAE) and update timed apart
-#   learn        CartPole-v1, Acrobot-v1 and Pendulum-v1, each script's default config (Pendulum-v1: its settings),
-#                over many seeds: does every variant learn, and how many seconds does it take to?
+#   bash benchmark.sh --help                         # every preset, experiment and option (bench/usage.txt)
 #
 # Environment: PYTHON (default python3) is the interpreter the variant scripts run under.
 set -euo pipefail
@@ -53,65 +18,15 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PYTHON=${PYTHON:-python3}
 # bench/plan.py checks the arguments, holds the presets and makes the plan; this file runs it.
 PLAN=$ROOT/bench/plan.py
-# Compiler caches. A run of the compile or learn experiment (or any, with --caches cold) compiles from
-# cold, as JAX does by default (its persistent compilation cache is off): torch.compile would otherwise
-# reuse kernels cached on disk by earlier runs, and its iteration 0 would measure the cache, not the
-# compiler. Triton keeps the GPU kernels it compiles in a cache of its own (~/.triton/cache) that this
-# does not turn off: each such run gets its own empty Triton and Inductor cache directories as well,
-# removed when it ends (run_one). The runs of the other experiments time steady iterations, which
-# compiling does not touch: they share one set of caches in OUT/.caches (WARM_ENV, from bench/plan.py),
-# so that only a cell's first run compiles and the rest load its programs (docs/method.md).
+# Compiler caches. A run of the compile or learn experiment (or any, with --caches cold) compiles from cold, as JAX
+# does by default: torch.compile would otherwise reuse kernels cached on disk by earlier runs, and its iteration 0 would
+# measure the cache. Triton's own cache (~/.triton/cache) this does not turn off: each such run gets its own empty Triton
+# and Inductor cache directories, removed when it ends (run_one). The other experiments time steady iterations, which
+# compiling does not touch: they share the caches in OUT/.caches (WARM_ENV, bench/plan.py), so that only a cell's first
+# run compiles and the rest load its programs (docs/method.md).
 export TORCH_COMPILE_FORCE_DISABLE_CACHES=1
 
-usage() {
-  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
-  cat <<'EOF'
-
-Options:
-  --preset NAME        quick | cpu | full | gpu | learn | gpu-check (default full)
-  --out DIR            output directory (default benchmark_out/PRESET)
-  --variants LIST      comma-separated names of ppo_*.py scripts (jax_linen for ppo_jax_linen.py; default all),
-                       or of a script on another environment stack (torch+torchenv; bench/variants.py lists them)
-  --envs LIST          gymnax or Craftax ids for overall, sync, compile, seeds, stacks and learn (scaling: CartPole-v1;
-                       stacks: those torch_envs.py has, CartPole-v1, Acrobot-v1 and Pendulum-v1)
-  --sizes LIST         from s (64,64), m (256x3), l (1024x6)
-  --repeats N          seeds 1..N for every run
-  --iterations N       iterations of every timed run (overall, sync, compile, stacks; N >= 2), in place of the
-                       preset's per-size and per-environment counts (a variant's cap, linen_nojit's, stays)
-  --experiments LIST   from overall,sync,compile,scaling,seeds,stacks,learn
-  --timeout SECONDS    per-run time limit (default: the preset's)
-  --retry-failed       rerun runs whose record is a failure record (default: keep it, skip the run)
-  --caches warm|cold   warm (default): the runs that time steady iterations share compiler caches in OUT/.caches,
-                       and only the compile and learn experiments compile from cold; cold: every run does
-  --keep-stale         keep the records made with other settings than the plan gives their runs: a sweep (or
-                       --task) that finds one refuses before running anything, naming the first and how many
-                       (default: name them, run them again and replace them)
-  --dry-run            print the plan and what is already done; run nothing
-  --part I|next        run part I of the preset's plan alone, or the first part with a run still to do (next): the
-                       gpu preset's plan cut, in its order, into parts of whole blocks of at most 8 minutes by the
-                       estimate, to run one at a time; --dry-run without it lists them. A sweep resumed on another
-                       machine of the same GPU model continues it; a block begun elsewhere is timed again here, whole
-  --list               print the plan, one "INDEX NAME" line per run (indices 1..N); run nothing
-  --task I             run the plan's run I alone: skipped if its record exists (or another process
-                       runs it: each run is claimed with flock on OUT/logs/NAME.lock), else its record
-                       or a failure record, the same files as the sweep writes; exit 1 if it fails
-  --jobs N             run up to N runs at once, each on a device of its own; a run starts on a device
-                       as soon as it is free. Timing runs never share a device: N is at most the number
-                       of devices, and without GPUs only the learn experiment may use N > 1
-  --devices LIST       GPUs for --jobs (CUDA_VISIBLE_DEVICES values: 0,1,2,3), and --jobs defaults to
-                       their number; without --devices, --jobs uses the GPUs CUDA_VISIBLE_DEVICES or
-                       nvidia-smi lists
-  --slurm              write OUT/slurm/benchback.sbatch from benchmark.sbatch.template (edit that for
-                       your account, partition, modules): an array over the plan's indices, one GPU and
-                       the per-run limit per task, at most --jobs (default 8) at once, each task running
-                       this command with --task; submitted with sbatch if it is on the PATH, else printed
-  -h, --help           this help
---variants/--envs/--sizes replace the preset's lists in every experiment that uses them, including
-the experiments the preset restricts to fewer variants, envs or sizes to save time; a variant the
-preset restricts for its own cost (the cpu preset's linen_nojit) keeps its restriction unless
---variants names it.
-EOF
-}
+usage() { cat "$ROOT/bench/usage.txt"; }
 
 die() { echo "benchmark.sh: $*" >&2; exit 2; }
 
@@ -142,7 +57,7 @@ check_python() {
   [[ -z $missing ]] || die "PYTHON=$PYTHON cannot import: $missing (activate the project's virtual environment, or set PYTHON to its interpreter)"
 }
 
-# check_envs: the --envs ids are gymnax environments with discrete actions (every run of another id would fail).
+# check_envs: the --envs ids are environments the scripts train (every run of another id would fail).
 check_envs() {
   ((${#USER_ENVS[@]})) || return 0
   local bad
