@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 
 from bench.outputs import check_out
-from report import figures, learning_figures
+from report import learning_figures, timing_figures
 from report.figures import FIGURES
 from report.markdown import render
 from report.records import Unreadable, group_by, load_runs, machine
@@ -92,7 +92,7 @@ def make_report(runs, failures, directory: Path, out: Path) -> None:
     """The figures, summary.md and summary.json of runs (all from one machine) into out."""
     out.mkdir(parents=True, exist_ok=True)
     summary = summarize(runs, failures, directory)
-    figures.draw(summary, out)
+    timing_figures.draw(summary, out)
     learning_figures.draw(summary, out)
     (out / "summary.md").write_text(render(summary))
     (out / "summary.json").write_text(as_json(summary))

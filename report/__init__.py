@@ -7,7 +7,8 @@
     markdown.py          summary.md from the summary: its sections in order, the timing ones written here
     learning_markdown.py summary.md's learning section
     tables.py            the pieces summary.md is written with: tables, numbers with intervals, figure links
-    figures.py           the timing figures, drawn from the summary
+    figures.py           what every figure shares (colours, log ticks, saving), and the front page's figure
+    timing_figures.py    the timing figures, drawn from the summary
     learning_figures.py  the learning figures, drawn from the summary
     front.py             the front page's answer: a table and a figure over several sweeps' records (python -m report.front)
 

@@ -11,9 +11,10 @@ import time
 
 import pytest
 
-from bench import gpu_check
-from bench.gpu_check import COLUMNS, Row, judge, returns_differ, rows_for, sleep_verdict
+from bench import gpu_check, sleep_detector
+from bench.gpu_check import COLUMNS, Row, judge, returns_differ, rows_for
 from bench.gpu_preflight import SKIPPED, checks, compiler_check, driver_check, find_compiler
+from bench.sleep_detector import sleep_verdict
 from conftest import ROOT, VARIANTS, in_background, needs
 
 # What the preflight's probe finds on a CPU machine, and on a GPU machine with requirements-gpu.txt installed.
@@ -135,7 +136,7 @@ def test_the_sleep_detector_decides_by_when_the_host_reached_the_final_sync(reac
     assert sleep_verdict(1.0, reached, returned, margin_s=0.5).startswith(expected)
 
 
-FILTER_JIT = gpu_check.RESULT_WAITS["eqx.filter_jit"]
+FILTER_JIT = sleep_detector.RESULT_WAITS["eqx.filter_jit"]
 
 
 @pytest.mark.parametrize(
@@ -209,7 +210,7 @@ def test_asterix_reports_whether_the_detector_saw_the_while_loop_and_fails_on_ev
     assert judge(Row("jax_linen", "jax_linen", {}), True, late, ON_GPU)["result"] == "FAIL: sleep detector"
 
 
-class CountingDetector(gpu_check.SleepDetector):
+class CountingDetector(sleep_detector.SleepDetector):
     """The sleep detector without its sleep (which needs CUDA): arms where it would, and reports the waits it counted."""
 
     def prepare(self):
@@ -232,11 +233,11 @@ def test_the_detector_counts_each_wait_for_an_array_in_the_last_iteration_of_a_r
     if variant not in VARIANTS:
         pytest.skip(f"variant script missing: {variant}")
     spec = gpu_check.VARIANTS[variant]
-    assert gpu_check.RESULT_WAITS.get(spec.compiles) == (FILTER_JIT if waits else None)
-    monkeypatch.setattr(gpu_check, "SleepDetector", CountingDetector)
-    monkeypatch.setattr(gpu_check, "detector_skipped", lambda spec, gpu: None)
+    assert sleep_detector.RESULT_WAITS.get(spec.compiles) == (FILTER_JIT if waits else None)
+    monkeypatch.setattr(sleep_detector, "SleepDetector", CountingDetector)
+    monkeypatch.setattr(sleep_detector, "detector_skipped", lambda spec, gpu: None)
     module = gpu_check.load(spec.script, f"counting_{variant}")
-    with gpu_check.sleep_detector(module, spec, gpu=True) as outcome:
+    with sleep_detector.sleep_detector(module, spec, gpu=True) as outcome:
         module.train(module.Args(**gpu_check.SHORT))
     assert outcome["verdict"] == {"waits": waits, "final sync reached": True}
 

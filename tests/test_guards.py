@@ -13,7 +13,7 @@ import pytest
 from bench import load_script, outputs
 from bench.run_records import write_failure
 from conftest import ROOT, in_background
-from report import figures, front
+from report import front, timing_figures
 from test_plot import plot, record, write  # plot.py loaded as a module; a schema-1 record plot.py reads
 
 
@@ -100,7 +100,7 @@ def test_a_report_that_fails_part_way_leaves_the_previous_one_whole(tmp_path, mo
     def fails(*args, **kwargs):
         raise KeyboardInterrupt  # a Ctrl-C, or a crash, while the figures are made
 
-    monkeypatch.setattr(figures, "draw", fails)
+    monkeypatch.setattr(timing_figures, "draw", fails)
     write(
         d,
         "overall/jax_linen__CartPole-v1__s__seed3.json",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.host_cost import CALLS, median_interval
+from bench.call_costs import CALLS, median_interval
 from conftest import ROOT, in_background
 from test_plot import plot, record, write  # plot.py loaded as a module; a schema-1 record plot.py reads
 
