@@ -134,7 +134,7 @@ def test_a_script_loaded_by_the_tools_makes_a_craftax_env_as_it_does_when_run(tm
     scripts import as their sibling must still be found."""
     code = (
         f"import sys; sys.path.insert(0, {str(ROOT)!r}); from bench.load_script import load; "
-        "env, params = load('ppo_torch.py', 'loaded').make_env('Craftax-Classic-Symbolic-v1'); "
+        "env, params = load('ppo_torch.py', 'loaded').harness.make_env('Craftax-Classic-Symbolic-v1'); "
         "print(env.action_space(params).n)"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
