@@ -379,6 +379,7 @@ class Log:
             print(f"iteration {done}/{self.num_iterations}  SPS {sps}  return {shown}  {elapsed:.0f}s, {left}")
         if done == 1:
             self.compiles_after_first = len(COMPILES)
+        self.compiles_at_end = len(COMPILES)  # the record counts to here: what builds it later may compile (gymnax.make)
 
     def record(self, parameters, rollout: Optional[str] = None) -> dict:
         """The JSON record (schema 2, docs/record.md) of a run that trained `parameters` (every seed's: a pytree of
@@ -425,7 +426,7 @@ class Log:
             "rollout_durations": [phases[0] for phases in self.phases] if args.sync_timing else None,
             "update_durations": [phases[1] for phases in self.phases] if args.sync_timing else None,
             "total_duration": time.perf_counter() - self.start,
-            "compiles_after_first_iteration": len(COMPILES) - self.compiles_after_first,
+            "compiles_after_first_iteration": self.compiles_at_end - self.compiles_after_first,
             "caches": compiler_caches(inductor="torch" in self.devices),
             "episodic_return": per_iteration[0] if one else per_iteration,
             "final_return": final[0] if one else final,

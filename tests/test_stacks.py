@@ -11,7 +11,7 @@ import pytest
 import harness
 from bench import plan
 from bench.variants import discover, setting_name
-from conftest import QUIET, ROOT, SHORT_ARGS, TORCH_VARIANTS, load, needs, read_json
+from conftest import QUIET, ROOT, SHORT, SHORT_ARGS, TORCH_VARIANTS, load, needs, read_json, run_script
 from report import timing
 from report.records import load_runs
 
@@ -35,6 +35,17 @@ def test_a_torch_script_on_its_own_envs_does_the_gymnax_runs_work(variant, backe
     assert record["compiles_after_first_iteration"] == 0
     assert len(record["iteration_durations"]) == 3 and record["final_return"] is not None
     assert ("gymnasium" in record["versions"]) == (backend == "gymnasium")
+
+
+@needs("torch")
+def test_eager_torch_on_its_own_environments_compiles_nothing_after_iteration_0(tmp_path):
+    """In a process of its own, where gymnax's Acrobot-v1 is first built for the record after the last iteration: what
+    building it compiles is not counted as a compilation of the timed iterations."""
+    proc = run_script(
+        "torch", *SHORT, "--env-id", "Acrobot-v1", "--env-backend", "torch", "--json-out", "r.json", cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert read_json(tmp_path / "r.json")["compiles_after_first_iteration"] == 0
 
 
 @needs("torch_compile")
