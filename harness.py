@@ -88,6 +88,13 @@ def torch_fetched(metrics: dict) -> dict:
     return dict(zip(metrics, torch.stack([x.float() for x in metrics.values()]).tolist()))
 
 
+def clipped(space, action):
+    """An action as the environment is stepped with it: continuous ones clipped to the space's bounds, as CleanRL's
+    ClipAction wrapper does (gymnax's Reacher-misc and Swimmer-misc do not clip, PointRobot-misc observes the unclipped
+    action); the log-probability stays the sample's. Discrete actions are returned as they are."""
+    return jnp.clip(action, space.low, space.high) if isinstance(space, gymnax.environments.spaces.Box) else action
+
+
 def action_space(env_id: str) -> dict:
     """The environment's actions, as the record names them: discrete (how many) or continuous (the shape, the bounds)."""
     if env_id.startswith("Craftax"):  # all discrete; named without building one

@@ -164,11 +164,12 @@ def rollout(carry: Carry, agent: Agent, env, env_params, num_steps: int):
         """Act with the actor alone, then step every env (gymnax resets finished ones): the carry and the Transition."""
         key, action_key, env_key = jax.random.split(carry.key, 3)
         policy = agent.policy(carry.obs)
-        action = policy.sample(action_key)  # continuous: unclipped (the environment clips it to its bounds)
+        action = policy.sample(action_key)  # continuous: unclipped, and clipped to the bounds for the step alone
         logprob = policy.log_prob(action)
         step = jax.vmap(env.step, in_axes=(0, 0, 0, None))  # one key, state and action per env; the same params
         keys = jax.random.split(env_key, action.shape[0])
-        obs, env_state, reward, terminated, truncated, info = step(keys, carry.env_state, action, env_params)
+        env_action = harness.clipped(env.action_space(env_params), action)
+        obs, env_state, reward, terminated, truncated, info = step(keys, carry.env_state, env_action, env_params)
         episode, finished = harness.count_episodes(carry.episode, reward, jnp.logical_or(terminated, truncated))
         transition = Transition(carry.obs, action, logprob, reward, terminated, truncated, info["final_observation"], finished)
         return carry._replace(env_state=env_state, obs=obs, episode=episode, key=key), transition
@@ -324,8 +325,7 @@ def train(args: Args) -> dict:
 
 
 # ======================================================================================== benchmark harness
-# Not PPO: how this script is measured. What every script does alike (the input checks, the log, the JSON record, the
-# command line) is in harness.py; here is what is JAX's own: its device, its guards, what its record says of it.
+# Not PPO: what measures it. What every script does alike is harness.py's; here is JAX's own: its device and its guards against hidden transfers.
 import contextlib
 
 VARIANT = harness.variant_of(__file__)

@@ -208,6 +208,7 @@ class GymnaxEnvs:
         """Step every env once (gymnax resets finished ones), in JAX: the state after it, the observation, the rest."""
         key, step_key = jax.random.split(state.key)
         keys, step = jax.random.split(step_key, self.num_envs), jax.vmap(self.env.step, in_axes=(0, 0, 0, None))
+        action = harness.clipped(self.env.action_space(self.env_params), action)  # continuous: to the bounds, for the step
         obs, env_state, reward, terminated, truncated, info = step(keys, state.env_state, action, self.env_params)
         episode, finished = harness.count_episodes(state.episode, reward, jnp.logical_or(terminated, truncated))
         output = EnvStep(reward, terminated, truncated, info["final_observation"], finished)
@@ -232,7 +233,7 @@ class GymnaxEnvs:
 
 
 def act(agent: Agent, obs):
-    """An action for each observation, sampled (continuous: unclipped; the environment clips it), and its log-probability."""
+    """An action for each observation, sampled (continuous: unclipped, the env step clips it), and its log-probability."""
     policy = agent.policy(obs)
     action = policy.sample()
     return action, policy.log_prob(action)
@@ -398,8 +399,7 @@ def train(args: Args) -> dict:
 
 
 # ======================================================================================== benchmark harness
-# Not PPO: how this script is measured. What every script does alike (the input checks, the log, the JSON record, the
-# command line) is in harness.py; here is what is PyTorch's own: its devices, its waits and guards, what its record says.
+# Not PPO: what measures it. What every script does alike is harness.py's; here is PyTorch's own: its devices, what it waits for, its guards.
 import contextlib
 import logging
 

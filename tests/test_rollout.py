@@ -77,3 +77,34 @@ def test_the_actor_alone_acts_and_the_critic_runs_once_after_the_rollout(case, m
     assert critic.count(("value", ROLLOUT)) == (1 if traced else ITERATIONS), critic
     # Acting: the actor alone, on a rollout step's observations.
     assert ("policy", STEP) in calls, calls
+
+
+# one script of each framework by default: the others step the env with the same harness.clipped (slow: compiling)
+CLIPPED = [v if v in ("jax_linen", "torch") else pytest.param(v, marks=pytest.mark.slow) for v in DECLARED]
+
+
+@pytest.mark.parametrize("variant", CLIPPED)
+def test_a_continuous_action_is_clipped_to_its_bounds_for_the_env_step(variant, monkeypatch):
+    """Reacher-misc does not clip its force: a script steps it with the sample clipped to [-1, 1], as CleanRL's
+    ClipAction does. The policy's standard deviation starts at 1, so samples beyond the bounds come in every rollout;
+    what the env's step is given is read from inside the program (jax.debug.callback)."""
+    import jax
+    import numpy as np
+
+    module = load(variant)
+    given, make_env = [], harness.make_env
+
+    def recorded(env_id):
+        env, params = make_env(env_id)
+        step = env.step
+
+        def recording(key, state, action, env_params):
+            jax.debug.callback(lambda a: given.append(np.abs(np.asarray(a)).max()), action)
+            return step(key, state, action, env_params)
+
+        env.step = recording
+        return env, params
+
+    monkeypatch.setattr(harness, "make_env", recorded)
+    module.train(module.Args(**{**SIZES, "total_timesteps": 4 * 8}, env_id="Reacher-misc", hidden="8", **QUIET))
+    assert given and max(given) <= 1.0, max(given)
