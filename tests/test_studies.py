@@ -31,6 +31,7 @@ STUDIES = {
         "jax_linen",
     ),
     "same_program": (["--other-code", str(ROOT), "--variants", "jax_linen"], ("variants", "jax_linen", "same"), "jax_linen"),
+    "same_returns": (["--other-code", str(ROOT), "--variants", "torch"], ("runs", "torch", "same_returns"), "torch"),
     "run_settings": (
         ["--variants", "jax_linen,torch", "--settings", "keep_memory,one_core", "--blocks", "2", "--iterations", "2"]
         + ["--env-id", "CartPole-v1"],
@@ -190,6 +191,8 @@ def test_run_settings_gives_each_settings_ratio_and_its_effect_on_the_multiple_o
         ("craftax_scan", ["--settings", "all_cores,fast"], "unknown setting 'fast'"),
         ("craftax_scan", ["--env-id", "Craftax-v9"], "unknown environment 'Craftax-v9'"),
         ("same_program", ["--other-code", str(ROOT), "--variants", "jax_linen", "--env-id", "NoSuchEnv-v0"], "NoSuchEnv"),
+        ("same_returns", ["--other-code", str(ROOT), "--variants", "torch", "--env-id", "NoSuchEnv-v0"], "NoSuchEnv"),
+        ("same_returns", ["--other-code", str(ROOT), "--variants", "torch", "--backends", "envpool"], "envpool"),
     ],
 )
 def test_a_study_refuses_bad_input_before_any_run(study, flags, problem, tmp_path):
