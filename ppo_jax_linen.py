@@ -316,12 +316,11 @@ def train(args: Args) -> dict:
 
 
 # ======================================================================================== benchmark harness
-# Not PPO: what measures it. What every script does alike is harness.py's; here is JAX's own: its device and its guards against hidden transfers.
+# Not PPO: what measures it. What every script does alike is harness.py's; here is JAX's own: its device, its guards.
 import contextlib
 
 VARIANT = harness.variant_of(__file__)
-# What benchmark.sh, plot.py and the tests know of this script, read from this line without running it
-# (bench/variants.py): its framework, what compiles its iteration, its row and colour in tables and figures.
+# What benchmark.sh, plot.py and the tests know of this script, read without running it (bench/variants.py).
 TOOLING = {
     "framework": "jax",
     "compiles": "jax.jit",

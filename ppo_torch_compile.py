@@ -399,7 +399,7 @@ def train(args: Args) -> dict:
 
 
 # ======================================================================================== benchmark harness
-# Not PPO: what measures it. What every script does alike is harness.py's; here is PyTorch's own: its devices, what it waits for, its guards.
+# Not PPO: what measures it. What every script does alike is harness.py's; here is PyTorch's own: devices, waits, guards.
 import contextlib
 import logging
 
