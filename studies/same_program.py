@@ -5,8 +5,9 @@ arithmetic. If the program XLA runs for an iteration is the same after XLA's opt
 has not changed, only the Python around it could have, whatever a timing on a drifting machine says. Each variant
 runs one iteration from each checkout with XLA dumping the optimized HLO of every module it compiles (--xla_dump_to,
 --xla_dump_hlo_as_text: XLA's documented debug options, xla/debug_options_flags.cc); the iteration's module
-(jit_iteration, formerly jit_collect_and_update) is compared with what names the same program differently taken out: source locations, its
-parameters' Python names and the ids XLA numbers instructions with. The same instructions in another order are said so.
+(jit_iteration, formerly jit_collect_and_update) is compared with what names the same program differently taken out:
+source locations, the Python names of its parameters and of the functions its instructions were traced in, and the ids
+XLA numbers instructions with.
 
     python -m studies.same_program --other-code OLD --variants jax_linen,jax_nnx,jax_equinox \
         --env-id CartPole-v1 --out results/studies/script-layout/same-program.json
@@ -35,7 +36,7 @@ HIDDEN = {"s": "64,64", "m": "256,256,256"}
 
 def normalized(text: str) -> list:
     """The optimized HLO's lines without what names the same program differently: source locations (metadata and the
-    module's tables of them), the Python names of its parameters and XLA's numbering of instructions and computations."""
+    module's tables of them), the Python names of its parameters and instructions and XLA's numbering of them."""
     # a parameter is named after the Python argument it came from (runner_obs, inputs_0_...): by its number instead
     named = {m[1]: f"parameter.{m[2]}" for m in re.finditer(r"%?([\w.\-]+) = [^\n]*? parameter\((\d+)\)", text)}
     text = re.sub(r"(?<![\w.\-])%?[\w.\-]+", lambda m: named.get(m[0].lstrip("%"), m[0]), text)

@@ -130,7 +130,7 @@ def test_network_init_and_observation_flattening(variant):
 
 
 @pytest.mark.parametrize("variant", TORCH_VARIANTS)
-def test_policy_step_samples_from_the_softmax_of_the_logits(variant):
+def test_act_samples_from_the_softmax_of_the_logits(variant):
     """As each script runs it: torch_compile's policy step compiled, with inductor's own random numbers."""
     module = load(variant)
     import torch
@@ -138,10 +138,10 @@ def test_policy_step_samples_from_the_softmax_of_the_logits(variant):
     torch.manual_seed(0)
     logits = torch.tensor([[0.0, 1.0, -1.0, 2.0], [3.0, -30.0, 0.0, 0.5]]).repeat(100_000, 1)
     agent = types.SimpleNamespace(policy=lambda obs: module.Policy(obs, None))  # the logits are the "observations"
-    policy_step = module.act
+    act = module.act
     if variant == "torch_compile":
-        policy_step = torch.compile(policy_step, dynamic=False)
-    action, logprob = policy_step(agent, logits)
+        act = torch.compile(act, dynamic=False)
+    action, logprob = act(agent, logits)
     for row in range(2):
         frequencies = torch.bincount(action[row::2], minlength=4).double() / 100_000
         np.testing.assert_allclose(frequencies.numpy(), logits[row].softmax(-1).double().numpy(), atol=0.005)
@@ -149,7 +149,7 @@ def test_policy_step_samples_from_the_softmax_of_the_logits(variant):
 
 
 @needs("torch")
-def test_policy_step_draws_what_categorical_sample_draws():
+def test_act_draws_what_categorical_sample_draws():
     """The sampler is torch.multinomial's own for one sample, written out: from the same seed it picks
     the same actions as CleanRL's Categorical(logits=...).sample()."""
     module = load("torch")
