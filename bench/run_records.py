@@ -94,7 +94,7 @@ def same(made, wanted) -> bool:
 
 @functools.cache
 def gpu_here() -> bool:
-    """Whether a script given cuda (its default) would find a GPU here, as plan.visible_gpus finds them."""
+    """Whether a script given cuda (its default) would find a GPU here, as plan_args.visible_gpus finds them."""
     return bool(os.environ.get("CUDA_VISIBLE_DEVICES")) or bool(gpu_names())
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 if __name__ == "__main__" and not __package__:  # run as `python bench/slurm.py`: import bench.* from the root, not bench/
     sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-from bench.plan import Refused, load
+from bench.plan import load
+from bench.plan_args import Refused
 from bench.variants import ROOT
 
 # SLURM's default MaxArraySize (1001) allows indices up to 1000: a longer plan goes in several arrays, each after the

@@ -13,7 +13,7 @@ import pytest
 import harness
 from bench import load_script
 from bench.compiler_caches import warm_compiler_caches
-from bench.plan import Run
+from bench.plan_runs import Run
 from bench.run_records import ALLOCATOR, XLA_ONE_THREAD, other_settings
 from conftest import (
     EAGER_JAX_SLOW,

@@ -9,7 +9,7 @@ import types
 import pytest
 
 import harness
-from bench import plan
+from bench import plan, plan_args, plan_runs
 from bench.variants import discover, setting_name
 from conftest import QUIET, ROOT, SHORT, SHORT_ARGS, TORCH_VARIANTS, load, needs, read_json, run_script
 from report import timing
@@ -128,9 +128,9 @@ def test_the_stacks_run_where_torch_envs_has_the_environment():
 
 def test_a_stack_may_be_named_as_a_variant_and_an_unknown_one_is_refused():
     loaded = plan.load(["--preset", "learn", "--envs", "CartPole-v1", "--variants", "jax_linen,torch+torchenv"])
-    assert {plan.variant_of(run) for run in loaded.runs} == {"jax_linen", "torch+torchenv"}
-    assert all("--env-backend torch" in run[8] for run in loaded.runs if plan.variant_of(run) == "torch+torchenv")
-    with pytest.raises(plan.Refused, match="unknown value 'torch\\+nothing'"):
+    assert {plan_runs.variant_of(run) for run in loaded.runs} == {"jax_linen", "torch+torchenv"}
+    assert all("--env-backend torch" in run[8] for run in loaded.runs if plan_runs.variant_of(run) == "torch+torchenv")
+    with pytest.raises(plan_args.Refused, match="unknown value 'torch\\+nothing'"):
         plan.load(["--preset", "learn", "--variants", "torch+nothing"])
 
 

@@ -1,0 +1,155 @@
+"""The runs of the sweep's plan, for bench/plan.py: a run (Run), what a run's name and flags say of it, and the runs
+a preset's settings make, in the order they run (make_plan)."""
+
+from typing import NamedTuple
+
+from bench.presets import ENV_FLAGS, EXPERIMENTS, HIDDEN, STACK_ENVS
+
+
+class Run(NamedTuple):
+    """One run of the plan. benchmark.sh reads it as one tab-separated line of every field but the variant (line())."""
+
+    name: str  # EXPERIMENT/VARIANT__ENV__SIZE[__nNUM_ENVS][__kSEEDS]__seedSEED, its record's name in OUT
+    script: str
+    env: str
+    hidden: str  # as --hidden takes it
+    seed: int
+    experiment: str
+    size: str
+    iterations: int
+    flags: str  # every flag beyond those above, space-separated (empty for learn's defaults)
+    variant: str  # the script's variant, a setting of it (jax_nnx+nocache) or a stack (torch+torchenv)
+
+    def line(self) -> str:
+        """The run as benchmark.sh reads it: NAME SCRIPT ENV HIDDEN SEED EXPERIMENT SIZE ITERATIONS FLAGS."""
+        return "\t".join(map(str, self[:-1]))
+
+    @classmethod
+    def from_line(cls, line: str) -> "Run":
+        """A run from its line (every field a string); the line leaves the variant out, its name holds it."""
+        name, *rest = line.split("\t")
+        return cls(name, *rest, variant=name.split("/")[1].split("__")[0])
+
+
+def permits(restrict: dict, key: str, dim: str, item: str) -> bool:
+    """Does restrict allow `item` (a variant, env or size) for `key` (an experiment, a size or a variant)?"""
+    only = restrict.get(f"{key}:{dim}")
+    return not only or item in only
+
+
+def make_plan(p: dict, variants: list) -> list:
+    """The runs (Run), in the order they run.
+
+    The seed is the outermost loop: the plan is `repeats` rounds, each a block of every cell of every experiment,
+    so a sweep stopped part way has every cell with fewer seeds rather than some cells with all. The variant is the
+    innermost loop of every experiment: the runs a speedup compares follow each other, so a shared machine's slow
+    spells (tens of percent here) fall on both sides of a ratio. Each seed of a cell is one such block, and the
+    variants' order rotates from block to block, so that no variant always runs first after a pause (or after a
+    run that leaves the machine warm). A preset with groups reorders the blocks, each as it was: group by group, and
+    in a group every seed of a cell before the next (ordered_by_groups)."""
+    by_name = {v.name: v for v in variants}  # the scripts and their settings (jax_nnx+nocache)
+    settings_of, stacks_of = {}, {}  # each script's settings and environment stacks in this plan
+    for v in variants:
+        if v.setting_of:
+            (stacks_of if v.stack else settings_of).setdefault(v.setting_of, []).append(v.name)
+    restrict, iteration, runs = p["restrict"], p["iteration"], []
+
+    def allowed(key, dim, items):
+        return [x for x in items if permits(restrict, key, dim, x)]
+
+    def block(exp, env, size, seed, num_envs, iterations, flags, names, tag=""):
+        for v in (names[(i + seed - 1) % len(names)] for i in range(len(names))):  # rotated by seed
+            if seed > min(p["max_seeds"].get(v, p["repeats"]), p["repeats_in"].get(exp, p["repeats"])):
+                continue
+            if not allowed(v, "envs", [env]) or not allowed(v, "sizes", [size]):
+                continue
+            n = iterations if "+" in v else p["iterations_of"].get(v, iterations)  # a setting runs its cell's
+            name, more = f"{exp}/{v}__{env}__{size}{tag}", [*ENV_FLAGS.get(env, []), *flags, *by_name[v].flags]
+            if num_envs is not None:  # None: the script's defaults (learn)
+                if exp == "scaling":
+                    name += f"__n{num_envs:04d}"
+                more += ["--num-envs", num_envs, "--num-steps", iteration["num_steps"]]
+                more += ["--num-minibatches", iteration["num_minibatches"], "--update-epochs", iteration["update_epochs"]]
+                more += ["--total-timesteps", num_envs * iteration["num_steps"] * n]
+            flags_text = " ".join(map(str, more))
+            runs.append(
+                Run(f"{name}__seed{seed}", by_name[v].script, env, HIDDEN[size], seed, exp, size, n or 100, flags_text, v)
+            )
+
+    def grid(exp, seed, flags, names):
+        for env in allowed(exp, "envs", p["envs"]):
+            for size in allowed(exp, "sizes", p["sizes"]):
+                if permits(restrict, size, "envs", env):
+                    iterations = p["iterations_in"].get(env, p["iterations_at"].get(size, p["iterations"]))
+                    block(exp, env, size, seed, iteration["num_envs"], iterations, flags, names)
+
+    names = p["variants"]
+    # Beside their scripts: in every overall block, where the preset says so, the GPU-only settings made by flags
+    # (CUDA graphs); in every sync block, those made by the environment (XLA's command buffers for loops), whose
+    # point is the rollout's loop. A plan without a GPU has neither.
+    flagged = lambda s: by_name[s].gpu_only and not by_name[s].environment
+    beside = {
+        "overall": {v: [s for s in settings_of.get(v, []) if flagged(s)] for v in names} if p["settings_in_overall"] else {},
+        "sync": {v: [s for s in settings_of.get(v, []) if by_name[s].environment] for v in names},
+    }
+    for seed in range(1, p["repeats"] + 1):
+        for exp in p["experiments"]:
+            if exp in ("overall", "sync"):
+                chosen = [n for v in allowed(exp, "variants", names) for n in (v, *beside[exp].get(v, []))]
+                grid(exp, seed, ["--sync-timing"] if exp == "sync" else [], chosen)
+            elif exp == "compile":  # from cold: every script with its settings (compilation off, CUDA graphs), in blocks
+                grid(exp, seed, [], [n for v in allowed(exp, "variants", names) for n in (v, *settings_of.get(v, []))])
+            elif exp == "stacks":  # each script with a stack beside it on gymnax's envs, rollout and update timed apart
+                chosen = [n for v in allowed(exp, "variants", names) if v in stacks_of for n in (v, *stacks_of[v])]
+                for env in [e for e in allowed(exp, "envs", p["envs"]) if e in STACK_ENVS]:  # what the stacks have
+                    for size in allowed(exp, "sizes", p["sizes"]):
+                        block(exp, env, size, seed, iteration["num_envs"], p["stacks_iterations"], ["--sync-timing"], chosen)
+            elif exp == "scaling":
+                for n in p["scaling_num_envs"]:
+                    block(exp, "CartPole-v1", "s", seed, n, p["scaling_iterations"], [], allowed(exp, "variants", names))
+            elif exp == "seeds":  # N seeds at once where a script takes --num-seeds; one seed alone, every variant
+                for env in allowed(exp, "envs", p["envs"]):
+                    for k in p["seeds_num_seeds"]:
+                        which = [v for v in allowed(exp, "variants", names) if k == 1 or by_name[v].num_seeds]
+                        flags = ["--num-seeds", k] if k > 1 else []
+                        block(exp, env, "s", seed, iteration["num_envs"], p["seeds_iterations"], flags, which, f"__k{k:03d}")
+            else:  # learn: each script's defaults
+                for env in p["learn_envs"]:
+                    block(exp, env, "s", seed, None, None, [], allowed(exp, "variants", names))
+    if p["groups"]:
+        runs.sort(key=lambda run: ordered_by_groups(run, p))  # a sort is stable: seeds and blocks keep their order
+    return runs
+
+
+def group_of(run: Run, groups: list) -> int:
+    """The index of the first of the preset's groups that takes the run; len(groups) for none."""
+    for i, group in enumerate(groups):
+        in_envs = run.env in group.get("envs", [run.env])
+        if run.experiment in group["experiments"] and in_envs and int(run.seed) <= group.get("seeds", 1e9):
+            return i
+    return len(groups)
+
+
+def ordered_by_groups(run: Run, p: dict) -> tuple:
+    """Where a run goes in a plan ordered by the preset's groups: by group, then every seed of a cell (size, env,
+    experiment) before the next cell."""
+    sizes, envs = (dict(zip(items, range(len(items)))) for items in (p["sizes"], p["envs"]))
+    where = sizes.get(run.size, len(sizes)), envs.get(run.env, len(envs)), EXPERIMENTS.index(run.experiment)
+    return group_of(run, p["groups"]), *where
+
+
+def seeds_of(run: Run) -> int:
+    """How many seeds a run trains at once: its --num-seeds, else 1."""
+    flags = run.flags.split()
+    return int(flags[flags.index("--num-seeds") + 1]) if "--num-seeds" in flags else 1
+
+
+def variant_of(run: Run) -> str:
+    """The variant (or setting) a run of the plan runs, for the tests that ask it of a run."""
+    return run.variant
+
+
+def block_of(run: Run) -> tuple:
+    """A run's block, the runs a ratio compares, run back to back: its experiment, and its name after its variant (env,
+    size, num_envs, seed)."""
+    return run.experiment, run.name.removeprefix(f"{run.experiment}/{run.variant}__")
