@@ -148,16 +148,20 @@ def main(argv=None) -> int:
         )
         return dict(zip(compiled.LOSS_METRICS, metrics / (run_args.update_epochs * run_args.num_minibatches)))
 
-    def checked_rollout(runner, act, *rest):
-        agent = closure(act)["agent"]
+    def checked_rollout(carry, env_step, envs, num_steps):
+        """train()'s rollout with its env_step as train writes it, each action's probabilities kept beside it."""
+        step_cells = env_step.__closure__ or ()
+        sample = dict(zip(env_step.__code__.co_freevars, (c.cell_contents for c in step_cells)))["sample"]
+        agent = closure(sample)["agent"]
 
-        def checked_act(obs):
-            action, logprob = act(obs)
+        def checked_env_step(carry):
+            action, logprob = sample(carry.obs)
             with torch.no_grad():
-                samples.append((agent.policy(obs).logits.softmax(-1), action.clone()))
-            return action, logprob
+                samples.append((agent.policy(carry.obs).logits.softmax(-1), action.clone()))
+            env_state, obs, output = envs.step(carry.env_state, action)
+            return compiled.Carry(env_state, obs), compiled.Transition(carry.obs, action, logprob, *output)
 
-        return rollout(runner, checked_act, *rest)
+        return rollout(carry, checked_env_step, envs, num_steps)
 
     compiled.update, compiled.rollout = update, checked_rollout
     run_args = compiled.Args(
