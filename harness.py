@@ -489,6 +489,14 @@ class Log:
         } | (extra or {})
 
 
+def random_steps_fields(args, random_steps: int, random_duration: float, num_iterations: int) -> dict:
+    """What an off-policy record adds (SAC's): the steps of every env taken at random before learning, timed apart
+    (random_duration, their compilation included), and env_steps, theirs and the iterations' together."""
+    learned = num_iterations * args.num_envs * args.steps_per_iteration
+    random = random_steps * args.num_envs
+    return {"random_steps": random, "random_duration": random_duration, "env_steps": random + learned}
+
+
 # ---------------------------------------------------------------- JAX's study modes
 def study_iteration(jit, vmap, rollout, make_batch, update, args, log: Log):
     """The iteration of a JAX script as the studies run it, from its parts: each takes the models its framework passes

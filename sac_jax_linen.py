@@ -247,7 +247,9 @@ def update(learner: Learner, batch: Batch, key, actor: Actor, critic: Critic, ta
         return learner, jax.tree.map(jnp.mean, actor_info) | dict(actor_updated=jnp.float32(1))
 
     def no_actor_step(learner: Learner):
-        return learner, dict(actor_loss=jnp.float32(0), alpha=jnp.float32(0), alpha_loss=jnp.float32(0), actor_updated=jnp.float32(0))
+        return learner, dict(
+            actor_loss=jnp.float32(0), alpha=jnp.float32(0), alpha_loss=jnp.float32(0), actor_updated=jnp.float32(0)
+        )
 
     learner, actor_info = jax.lax.cond(step % args.policy_frequency == 0, actor_steps, no_actor_step, learner)
     lerp = lambda target, param: target + args.tau * (param - target)  # torch's lerp_
@@ -275,10 +277,14 @@ def env_step(carry: Carry, actor: Actor, env, env_params, random: bool):
     if random:
         action = jax.random.uniform(action_key, shape, minval=space.low, maxval=space.high)
     else:
-        action, _ = actor.apply(carry.learner.actor.params, carry.obs, jax.random.normal(action_key, shape), method="get_action")
+        action, _ = actor.apply(
+            carry.learner.actor.params, carry.obs, jax.random.normal(action_key, shape), method="get_action"
+        )
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))  # one key, state and action per env; the same params
     keys = jax.random.split(env_key, shape[0])
-    obs, env_state, reward, terminated, truncated, info = step(keys, carry.env_state, harness.clipped(space, action), env_params)
+    obs, env_state, reward, terminated, truncated, info = step(
+        keys, carry.env_state, harness.clipped(space, action), env_params
+    )
     episode, finished = harness.count_episodes(carry.episode, reward, jnp.logical_or(terminated, truncated))
     transitions = Batch(carry.obs, action, reward, info["final_observation"], terminated.astype(jnp.float32))
     return Carry(carry.learner, store(carry.buffer, transitions), env_state, obs, episode, key), finished
@@ -289,7 +295,10 @@ def iteration_stats(finished: "harness.EpisodeStats", info: dict) -> dict:
     losses averaged over its gradient steps, and the actor's over the steps that updated it."""
     stats = dict(episodes=(finished.lengths > 0).sum(), return_sum=finished.returns.sum(), length_sum=finished.lengths.sum())
     updated = info.pop("actor_updated")
-    actor = {name: (info.pop(name) * updated).sum() / jnp.maximum(updated.sum(), 1) for name in ("actor_loss", "alpha", "alpha_loss")}
+    actor = {
+        name: (info.pop(name) * updated).sum() / jnp.maximum(updated.sum(), 1)
+        for name in ("actor_loss", "alpha", "alpha_loss")
+    }
     return stats | jax.tree.map(jnp.mean, info) | actor
 
 
@@ -359,7 +368,9 @@ def train(args: Args) -> dict:
             carry, metrics = jax.block_until_ready(iterate(carry))  # JAX dispatches asynchronously: wait for the outputs
         log.iteration(jax.device_get(metrics))  # to the host, after the timer
     params = (carry.learner.actor.params, carry.learner.critic.params, carry.learner.log_alpha.params)
-    return log.record(params, rollout="scan", extra=record_extra(args, random_steps, random_duration, num_iterations))
+    return log.record(
+        params, rollout="scan", extra=harness.random_steps_fields(args, random_steps, random_duration, num_iterations)
+    )
 
 
 # ======================================================================================== benchmark harness
@@ -371,13 +382,6 @@ VARIANT = harness.variant_of(__file__)
 TOOLING = {"framework": "jax", "compiles": "jax.jit", "order": 1, "color": "tab:blue"}
 LIBRARIES = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy")  # the versions the record holds
 HOST_TO_DEVICE = "disallow"  # what the timed iterations may send to the device (jit folds in constants)
-
-
-def record_extra(args: Args, random_steps: int, random_duration: float, num_iterations: int) -> dict:
-    """The record's off-policy fields: the random steps before learning (timed apart, their compilation included) and
-    every env step, theirs included."""
-    learned = num_iterations * args.num_envs * args.steps_per_iteration
-    return dict(random_steps=random_steps * args.num_envs, random_duration=random_duration, env_steps=random_steps * args.num_envs + learned)
 
 
 def check_args(args: Args):
