@@ -368,9 +368,8 @@ def train(args: Args) -> dict:
             carry, metrics = jax.block_until_ready(iterate(carry))  # JAX dispatches asynchronously: wait for the outputs
         log.iteration(jax.device_get(metrics))  # to the host, after the timer
     params = (carry.learner.actor.params, carry.learner.critic.params, carry.learner.log_alpha.params)
-    return log.record(
-        params, rollout="scan", extra=harness.random_steps_fields(args, random_steps, random_duration, num_iterations)
-    )
+    fields = harness.random_steps_fields(args, random_steps, random_duration, num_iterations)
+    return log.record(params, rollout="scan", extra=fields)
 
 
 # ======================================================================================== benchmark harness

@@ -9,6 +9,7 @@ are timed apart.
     python sac_torch.py --env-id Pendulum-v1 --total-timesteps 15000 --learning-starts 1000
 """
 
+import copy
 import dataclasses
 import os
 import sys
@@ -140,9 +141,7 @@ class Agent(nn.Module):
         super().__init__()
         self.actor = Actor(obs_dim, hidden, low, high)
         self.qf1, self.qf2 = SoftQNetwork(obs_dim, action_dim, hidden), SoftQNetwork(obs_dim, action_dim, hidden)
-        self.qf1_target, self.qf2_target = SoftQNetwork(obs_dim, action_dim, hidden), SoftQNetwork(obs_dim, action_dim, hidden)
-        self.qf1_target.load_state_dict(self.qf1.state_dict())
-        self.qf2_target.load_state_dict(self.qf2.state_dict())
+        self.qf1_target, self.qf2_target = copy.deepcopy(self.qf1), copy.deepcopy(self.qf2)
         self.log_alpha = nn.Parameter(torch.zeros(()))
 
     def trained(self) -> list:  # what the optimizers train: the targets only follow
@@ -265,12 +264,6 @@ def update(agent: Agent, optimizers: Optimizers, batch: Batch, alpha, target_ent
 
 
 # ---------------------------------------------------------------- train
-class EnvStep(NamedTuple):  # what a step of every env gives besides the next observation, as torch tensors
-    reward: torch.Tensor
-    terminated: torch.Tensor  # float
-    final_obs: torch.Tensor  # the observation reached before any auto-reset
-
-
 class Carry(NamedTuple):  # what one step hands the next: the envs' state, and the observation to act on (torch)
     env_state: object
     obs: torch.Tensor
@@ -285,7 +278,7 @@ class GymnaxState(NamedTuple):  # JAX arrays, on the JAX device
 
 class GymnaxEnvs:
     """num_envs of gymnax's environments, stepped from torch, as ppo_torch.py's: reset(seed) -> (state, obs),
-    step(state, action) -> (state, obs, EnvStep), a jitted JAX call whose outputs cross by DLPack without a copy; the
+    step(state, action) -> (state, obs, reward, terminated, final_obs), a jitted JAX call whose outputs cross by DLPack without a copy; the
     episodes that end are counted in JAX, and tally(state) hands them over (after the timer)."""
 
     def __init__(self, env_id: str, num_envs: int, jax_device):
@@ -330,7 +323,7 @@ class GymnaxEnvs:
         self.handed_over += [action, obs, *output]
         # JAX -> torch, zero-copy. JAX's __dlpack__ blocks until the buffer is ready on CPU; on GPU it makes
         # torch's current stream wait for it instead (no host sync).
-        return state, torch.from_dlpack(obs), EnvStep(*map(torch.from_dlpack, output))
+        return state, *map(torch.from_dlpack, (obs, *output))  # obs, reward, terminated (float), final_obs
 
     def tally(self, state: GymnaxState):
         """The episodes that ended since the last tally (JAX arrays), and the state counting from zero again."""
@@ -349,10 +342,9 @@ def train(args: Args) -> dict:
     num_iterations = (args.total_timesteps - random_steps * args.num_envs) // (args.num_envs * args.steps_per_iteration)
     grad_steps = num_iterations * args.steps_per_iteration * args.updates_per_step
 
-    env_state, obs = envs.reset(args.seed)
-    carry = Carry(env_state, obs)
+    carry = Carry(*envs.reset(args.seed))
     torch.manual_seed(args.seed)  # after the envs: their resets draw from a generator of their own
-    obs_dim, action_dim = obs.shape[-1], len(low)
+    obs_dim, action_dim = carry.obs.shape[-1], len(low)
     agent = Agent(obs_dim, action_dim, hidden, low, high).to(device)
     optimizers = Optimizers(
         torch.optim.Adam([*agent.qf1.parameters(), *agent.qf2.parameters()], lr=args.q_lr, fused=True),
@@ -371,8 +363,8 @@ def train(args: Args) -> dict:
         else:
             with torch.no_grad():
                 action, _ = agent.actor.get_action(carry.obs, torch.randn((args.num_envs, action_dim), device=device))
-        env_state, obs, output = envs.step(carry.env_state, action)
-        buffer.store(Batch(carry.obs, action, output.reward, output.final_obs, output.terminated))
+        env_state, obs, reward, terminated, final_obs = envs.step(carry.env_state, action)
+        buffer.store(Batch(carry.obs, action, reward, final_obs, terminated))
         return Carry(env_state, obs)
 
     random_start = time.perf_counter()
@@ -382,35 +374,23 @@ def train(args: Args) -> dict:
     random_duration = time.perf_counter() - random_start
     carry = carry._replace(env_state=envs.tally(carry.env_state)[0])  # their episodes are not the iterations'
 
-    log = harness.Log(
-        args,
-        VARIANT,
-        {"torch": device, "jax": jax_device},
-        LIBRARIES,
-        num_iterations,
-        start,
-        args.steps_per_iteration,
-        grad_steps,
-    )
+    devices = {"torch": device, "jax": jax_device}
+    log = harness.Log(args, VARIANT, devices, LIBRARIES, num_iterations, start, args.steps_per_iteration, grad_steps)
     step, actor_info = 0, None
     for iteration in range(num_iterations):
         with log.timed(no_syncs(args, device, iteration)):  # (below) nothing in it waits for the device but its end
             for _ in range(args.steps_per_iteration):
                 carry = env_step(carry, random=False)
                 for _ in range(args.updates_per_step):
-                    info, updated = update(
-                        agent, optimizers, buffer.sample(args.batch_size), alpha, target_entropy, step, args
-                    )
+                    batch = buffer.sample(args.batch_size)
+                    info, updated = update(agent, optimizers, batch, alpha, target_entropy, step, args)
                     actor_info, step = updated or actor_info, step + 1
             synchronize(device)  # (below) the iteration ends when the device is done
         env_state, ended = envs.tally(carry.env_state)
         carry = carry._replace(env_state=env_state)
         log.iteration(harness.torch_fetched(info | actor_info) | jax.device_get(ended))  # to the host, after the timer
-    return log.record(
-        [*agent.trained()],
-        rollout="python",
-        extra=harness.random_steps_fields(args, random_steps, random_duration, num_iterations),
-    )
+    fields = harness.random_steps_fields(args, random_steps, random_duration, num_iterations)
+    return log.record(agent.trained(), rollout="python", extra=fields)
 
 
 # ======================================================================================== benchmark harness
