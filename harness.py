@@ -223,6 +223,39 @@ def check_env_id(env_id: str) -> None:
         raise UsageError(f"unsupported --env-id {env_id!r}; {ids}")
 
 
+def check_sac_args(args) -> tuple[int, ...]:
+    """What every SAC script checks before anything is built or written: sizes, coefficients, the output path, the
+    limits and the environment id, which must have continuous actions. Returns the hidden sizes."""
+    hidden = parse_hidden(args.hidden)
+    positive = ("total_timesteps", "num_envs", "steps_per_iteration", "buffer_size", "batch_size", "updates_per_step")
+    for name in positive + ("policy_frequency", "target_network_frequency"):
+        if getattr(args, name) <= 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be positive; got {getattr(args, name)}")
+    if args.learning_starts < 0:
+        raise UsageError(f"--learning-starts must be 0 or more; got {args.learning_starts}")
+    ranges = {  # nan passes none of these tests
+        "positive": (lambda x: 0 < x < float("inf"), ("policy_lr", "q_lr", "alpha")),
+        "between 0 and 1": (lambda x: 0 <= x <= 1, ("gamma", "tau")),
+    }
+    for must_be, (holds, names) in ranges.items():
+        for name in names:
+            if not holds(getattr(args, name)):
+                raise UsageError(f"--{name.replace('_', '-')} must be {must_be}; got {getattr(args, name)}")
+    random_steps = -(-args.learning_starts // args.num_envs) * args.num_envs  # whole steps of every env
+    if args.total_timesteps < random_steps + args.num_envs * args.steps_per_iteration:
+        raise UsageError(
+            f"--total-timesteps {args.total_timesteps} is smaller than --learning-starts {args.learning_starts} and one"
+            f" iteration of num_envs * steps_per_iteration = {args.num_envs * args.steps_per_iteration} steps"
+        )
+    if args.json_out is not None:
+        check_writable(args.json_out)
+    check_limits(args)
+    check_env_id(args.env_id)
+    if action_space(args.env_id)["kind"] != "continuous":
+        raise UsageError(f"SAC needs continuous actions; --env-id {args.env_id} has discrete ones")
+    return hidden
+
+
 # ---------------------------------------------------------------- compilations and caches
 COMPILES = []  # one entry per compilation in this process: XLA's (every script's envs are JAX), and what a script adds
 jax.monitoring.register_event_duration_secs_listener(
@@ -323,8 +356,22 @@ class Log:
     devices: {"jax": jax's device} and in the torch scripts "torch": torch's; libraries: those the record gives versions of.
     """
 
-    def __init__(self, args, variant: str, devices: dict, libraries: tuple, num_iterations: int, start: float):
+    def __init__(
+        self,
+        args,
+        variant: str,
+        devices: dict,
+        libraries: tuple,
+        num_iterations: int,
+        start: float,
+        steps_per_iteration: Optional[int] = None,
+        grad_steps: Optional[int] = None,
+    ):
+        """steps_per_iteration: each env's steps in an iteration, and grad_steps: the run's gradient steps; by default
+        PPO's (num_steps; update_epochs * num_minibatches an iteration), an off-policy script names its own."""
         self.args, self.variant, self.num_iterations, self.start = args, variant, num_iterations, start
+        self.steps_per_iteration = args.num_steps if steps_per_iteration is None else steps_per_iteration
+        self.grad_steps = num_iterations * args.update_epochs * args.num_minibatches if grad_steps is None else grad_steps
         self.devices, self.libraries = devices, libraries
         device = devices.get("torch", devices["jax"])
         self.commit = run_quietly("git", "rev-parse", "HEAD")  # now, not at the end: the checkout may move
@@ -338,7 +385,7 @@ class Log:
             text.add_event(Event(wall_time=time.time(), step=0, summary=text_pb("hyperparameters", table)))
             text.close()
         if not args.quiet:
-            plan = f"{num_iterations} iterations of {args.num_envs} envs x {args.num_steps} steps"
+            plan = f"{num_iterations} iterations of {args.num_envs} envs x {self.steps_per_iteration} steps"
             print(f"{variant}{self.envs} on {device}: {args.env_id}, hidden {args.hidden}, {plan}")
         self.setup_duration = time.perf_counter() - start
 
@@ -368,14 +415,15 @@ class Log:
         episodes = int(metrics["episodes"])
         mean_return = float(metrics["return_sum"]) / episodes if episodes else None
         done = len(self.durations)
-        step = done * self.args.num_envs * self.args.num_steps
+        step = done * self.args.num_envs * self.steps_per_iteration
         sps = int(step * len(self.finished[-1][0]) / sum(self.durations))  # the steps of every seed
         if self.writer:
             if episodes:
                 self.writer.add_scalar("charts/episodic_return", mean_return, step)
                 self.writer.add_scalar("charts/episodic_length", float(metrics["length_sum"]) / episodes, step)
             self.writer.add_scalar("charts/SPS", sps, step)
-            self.writer.add_scalar("charts/learning_rate", metrics["learning_rate"], step)
+            if "learning_rate" in metrics:  # PPO's; SAC's rates are constant
+                self.writer.add_scalar("charts/learning_rate", metrics["learning_rate"], step)
             for name in metrics.keys() - {"episodes", "return_sum", "length_sum", "learning_rate"}:
                 self.writer.add_scalar(f"losses/{name}", metrics[name], step)
         if not self.args.quiet:
@@ -388,10 +436,10 @@ class Log:
             self.compiles_after_first = len(COMPILES)
         self.compiles_at_end = len(COMPILES)  # the record counts to here: what builds it later may compile (gymnax.make)
 
-    def record(self, parameters, rollout: Optional[str] = None) -> dict:
+    def record(self, parameters, rollout: Optional[str] = None, extra: Optional[dict] = None) -> dict:
         """The JSON record (schema 2, docs/record.md) of a run that trained `parameters` (every seed's: a pytree of
         arrays, or torch's tensors), whose rollout was `rollout` (scan: the steps in the iteration's program; python: a
-        Python loop over them), by default --rollout's."""
+        Python loop over them), by default --rollout's. extra: fields a script adds or sets (SAC's random steps)."""
         if self.writer:
             self.writer.close()
         args, libraries = self.args, self.libraries
@@ -410,7 +458,7 @@ class Log:
             "status": "ok",
             "env_id": args.env_id,
             "env_backend": getattr(args, "env_backend", "gymnax"),
-            **{name: getattr(args, name) for name in ("seed", "matmul_precision", "sync_timing")},  # also in args
+            **{name: getattr(args, name, False) for name in ("seed", "matmul_precision", "sync_timing")},  # also in args
             "action_space": action_space(args.env_id),
             "normalization": None,  # observations and rewards as the environment gives them, in every variant
             "rollout": rollout or getattr(args, "rollout", "python"),
@@ -426,19 +474,27 @@ class Log:
             "versions": {"python": platform.python_version(), **{n: importlib.metadata.version(n) for n in libraries}},
             "git_commit": self.commit,
             "param_count": sum(math.prod(x.shape) for x in jax.tree.leaves(parameters)) // seeds,  # one seed's
-            "env_steps": len(self.durations) * args.num_envs * args.num_steps,
-            "grad_steps": self.num_iterations * args.update_epochs * args.num_minibatches,
+            "env_steps": len(self.durations) * args.num_envs * self.steps_per_iteration,
+            "grad_steps": self.grad_steps,
             "setup_duration": self.setup_duration,
             "iteration_durations": self.durations,
-            "rollout_durations": [phases[0] for phases in self.phases] if args.sync_timing else None,
-            "update_durations": [phases[1] for phases in self.phases] if args.sync_timing else None,
+            "rollout_durations": [phases[0] for phases in self.phases] if getattr(args, "sync_timing", False) else None,
+            "update_durations": [phases[1] for phases in self.phases] if getattr(args, "sync_timing", False) else None,
             "total_duration": time.perf_counter() - self.start,
             "compiles_after_first_iteration": self.compiles_at_end - self.compiles_after_first,
             "caches": compiler_caches(inductor="torch" in self.devices),
             "episodic_return": per_iteration[0] if one else per_iteration,
             "final_return": final[0] if one else final,
             "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        }
+        } | (extra or {})
+
+
+def random_steps_fields(args, random_steps: int, random_duration: float, num_iterations: int) -> dict:
+    """What an off-policy record adds (SAC's): the steps of every env taken at random before learning, timed apart
+    (random_duration, their compilation included), and env_steps, theirs and the iterations' together."""
+    learned = num_iterations * args.num_envs * args.steps_per_iteration
+    random = random_steps * args.num_envs
+    return {"random_steps": random, "random_duration": random_duration, "env_steps": random + learned}
 
 
 # ---------------------------------------------------------------- JAX's study modes
