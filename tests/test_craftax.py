@@ -168,7 +168,7 @@ def reset_keys(variant: str, env, monkeypatch, seed: int) -> np.ndarray:
             seen.append(np.asarray(jax.random.key_data(key.val)))  # called under jax.vmap: a tracer of all the keys
             raise Reset
 
-    monkeypatch.setattr(module, "make_env", lambda env_id: (Recording(), env.default_params))
+    monkeypatch.setattr(module.harness, "make_env", lambda env_id: (Recording(), env.default_params))
     args = module.Args(env_id=ENV_ID, seed=seed, num_envs=4, cuda=False, tensorboard=False, quiet=True)
     with pytest.raises(Reset):
         module.train(args)
