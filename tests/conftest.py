@@ -103,10 +103,11 @@ def tensorboard_events(run_dir: Path):
 _modules = {}
 
 
-def load(variant: str):
-    """Import a variant script as a module (once per test process)."""
+def load(variant: str, script: str | None = None):
+    """Import a variant script (by default the PPO variant's; `script`: another file of the root) as a module, once per
+    test process."""
     if variant not in _modules:
-        path = ROOT / SCRIPTS[variant]
+        path = ROOT / (script or SCRIPTS[variant])
         spec = importlib.util.spec_from_file_location(f"benchback_{variant}", path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module  # as an import would: tyro and dynamo look modules up by name

@@ -3,7 +3,6 @@ record of equal work, compile nothing after iteration 0, refuse bad input in one
 their tanh-squashed Gaussian has the density of the squashed variable; and from the same weights and batch their
 first critic and actor updates agree to float rounding. A learning check on Pendulum-v1 is marked slow."""
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -13,6 +12,7 @@ import pytest
 from scipy import stats
 
 from conftest import ROOT
+from conftest import load as load_script
 
 SAC = {"jax_linen": "sac_jax_linen.py", "torch": "sac_torch.py"}
 # A few hundred steps: 100 random, then 5 iterations of 2 envs x 40 steps with 2 gradient steps each (Pendulum's first
@@ -21,18 +21,11 @@ TINY = ["--no-cuda", "--no-tensorboard", "--quiet", "--total-timesteps", "500", 
 TINY += ["--steps-per-iteration", "40", "--updates-per-step", "2", "--buffer-size", "128", "--batch-size", "32"]
 TINY += ["--hidden", "32,32"]
 
-_modules = {}
-
 
 def load(name: str):
-    """A SAC script imported as a module (once per test process)."""
-    if name not in _modules:
-        spec = importlib.util.spec_from_file_location(f"benchback_sac_{name}", ROOT / SAC[name])
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-        _modules[name] = module
-    return _modules[name]
+    """A SAC script imported as a module, once per test process, as conftest loads the PPO scripts: the OpenMP
+    defaults sac_torch.py sets when imported are kept out of the environment of the runs the tests start."""
+    return load_script(f"sac_{name}", SAC[name])
 
 
 def run(name: str, *flags: str, cwd) -> subprocess.CompletedProcess:
