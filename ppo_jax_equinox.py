@@ -22,7 +22,7 @@ import optax
 import harness
 
 
-@dataclasses.dataclass(frozen=True)  # hashable: jax.jit takes it as a static argument
+@dataclasses.dataclass(frozen=True)
 class Args:
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
     """the name of this experiment (part of the TensorBoard run name)"""

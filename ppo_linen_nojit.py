@@ -26,7 +26,7 @@ from flax.training.train_state import TrainState
 import harness
 
 
-@dataclasses.dataclass(frozen=True)  # hashable: jax.jit takes it as a static argument
+@dataclasses.dataclass(frozen=True)
 class Args:
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
     """the name of this experiment (part of the TensorBoard run name)"""
