@@ -1,0 +1,501 @@
+"""SAC on gymnax with PyTorch and torch.compile: the torch_compile SAC variant of benchback (in progress).
+
+Read it beside sac_torch.py: their diff is the compilation and little else. As in LeanRL's SAC, torch.compile wraps the
+policy step, the critic update and the actor (and alpha) update, two functions: the delayed one recompiles nothing, nor
+do the fixed shapes. The replay buffer is preallocated tensors on the torch device, indexed
+without reading anything back (rows drawn by torch.randint there, alpha a tensor). The environments stay in JAX, one
+jitted, vmapped gymnax step per step; its outputs cross by DLPack without a copy. The random steps before learning_starts
+are timed apart.
+
+    python sac_torch_compile.py --env-id Pendulum-v1 --total-timesteps 15000 --learning-starts 1000
+"""
+
+import copy
+import dataclasses
+import os
+import sys
+import time
+from typing import Literal, NamedTuple, Optional, Sequence
+
+# Read as jax and torch start (the harness, below, says why): memory on demand, and torch's threads' wait.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("GOMP_SPINCOUNT", "3000")
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import torch
+import torch.nn as nn
+
+import harness
+
+
+@dataclasses.dataclass(frozen=True)
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment (part of the TensorBoard run name)"""
+    seed: int = 1
+    """seed of the environment, the network init and the action sampling"""
+    cuda: bool = True
+    """use the GPU when one is visible; the CPU otherwise"""
+    env_id: str = "Pendulum-v1"
+    """the gymnax environment id, one with continuous actions"""
+    total_timesteps: int = 1000000
+    """total environment steps: the random ones, then whole iterations of num_envs * steps_per_iteration"""
+    num_envs: int = 1
+    """the number of parallel environments"""
+    buffer_size: int = int(1e6)
+    """the replay memory buffer size (transitions)"""
+    gamma: float = 0.99
+    """the discount factor gamma"""
+    tau: float = 0.005
+    """target smoothing coefficient"""
+    batch_size: int = 256
+    """the batch size of sample from the replay memory"""
+    learning_starts: int = 5000
+    """environment steps of random actions, without updates, before learning starts"""
+    policy_lr: float = 3e-4
+    """the learning rate of the policy network optimizer"""
+    q_lr: float = 1e-3
+    """the learning rate of the Q network optimizer (and of alpha's)"""
+    policy_frequency: int = 2
+    """the frequency of training policy (delayed): that many actor updates every that many gradient steps"""
+    target_network_frequency: int = 1
+    """the frequency of updates for the target networks, in gradient steps"""
+    alpha: float = 0.2
+    """entropy regularization coefficient (without autotune)"""
+    autotune: bool = True
+    """automatic tuning of the entropy coefficient"""
+    updates_per_step: int = 1
+    """gradient steps per step of the envs (all num_envs of them at once, as CleanRL's loop): the update-to-data ratio"""
+    hidden: str = "256,256"
+    """hidden layer sizes of the actor and of each Q network, comma-separated"""
+    tensorboard: bool = True
+    """write TensorBoard logs to runs/{run_name}"""
+    # The benchmark's, not SAC's: how the run is set up, timed and recorded.
+    steps_per_iteration: int = 1000
+    """steps of the envs per timed iteration (each of num_envs envs steps this many times), each with its updates"""
+    matmul_precision: Literal["highest", "high"] = "highest"
+    """float32 matmul precision: highest = float32 in every framework; high = TF32 on an NVIDIA GPU"""
+    sync_debug: bool = False
+    """on a GPU, make torch raise on any host sync inside a timed iteration (torch.cuda.set_sync_debug_mode)"""
+    json_out: Optional[str] = None
+    """write the result record (JSON, schema 2) to this path"""
+    quiet: bool = False
+    """print no progress line per iteration"""
+    compile_mode: Literal["default", "max-autotune-no-cudagraphs"] = "default"
+    """torch.compile mode, without CUDA graphs (--cuda-graphs adds them)"""
+    cuda_graphs: bool = False
+    """on a GPU, replay the policy step and the critic and actor updates as CUDA graphs, recorded in iteration 0"""
+
+
+# ---------------------------------------------------------------- network
+LOG_STD_MAX = 2
+LOG_STD_MIN = -5
+
+
+def mlp(in_dim: int, hidden: Sequence[int]) -> nn.Sequential:
+    """ReLU layers in nn.Linear's default init, which CleanRL's SAC keeps: weights and biases uniform in +-1/sqrt(fan_in),
+    the distribution sac_jax_linen.py draws from, so that both frameworks start equal."""
+    layers = []
+    for size in hidden:
+        layers += [nn.Linear(in_dim, size), nn.ReLU()]
+        in_dim = size
+    return nn.Sequential(*layers)
+
+
+class SoftQNetwork(nn.Module):
+    def __init__(self, obs_dim: int, action_dim: int, hidden: Sequence[int]):
+        super().__init__()
+        self.body, self.fc_out = mlp(obs_dim + action_dim, hidden), nn.Linear(hidden[-1], 1)
+
+    def forward(self, obs, action):
+        return self.fc_out(self.body(torch.cat([obs, action], -1))).squeeze(-1)
+
+
+def tanh_gaussian(mean, log_std, noise, action_scale, action_bias):
+    """CleanRL's get_action from the actor's outputs and standard normal noise: x = mean + std * noise (reparameterized),
+    the action tanh(x) rescaled to the bounds, and its log-probability, the Normal's corrected for the squashing."""
+    y = torch.tanh(mean + log_std.exp() * noise)
+    log_prob = -0.5 * noise**2 - log_std - 0.5 * np.log(2 * np.pi) - torch.log(action_scale * (1 - y**2) + 1e-6)
+    return y * action_scale + action_bias, log_prob.sum(-1)
+
+
+class Actor(nn.Module):
+    def __init__(self, obs_dim: int, hidden: Sequence[int], low: np.ndarray, high: np.ndarray):
+        super().__init__()
+        self.body = mlp(obs_dim, hidden)
+        self.fc_mean, self.fc_logstd = nn.Linear(hidden[-1], len(low)), nn.Linear(hidden[-1], len(low))
+        self.register_buffer("action_scale", torch.tensor((high - low) / 2.0, dtype=torch.float32))
+        self.register_buffer("action_bias", torch.tensor((high + low) / 2.0, dtype=torch.float32))
+
+    def forward(self, obs):
+        x = self.body(obs)
+        log_std = torch.tanh(self.fc_logstd(x))
+        return self.fc_mean(x), LOG_STD_MIN + 0.5 * (LOG_STD_MAX - LOG_STD_MIN) * (log_std + 1)  # From SpinUp / Denis Yarats
+
+    def get_action(self, obs, noise):
+        return tanh_gaussian(*self(obs), noise, self.action_scale, self.action_bias)
+
+
+class Agent(nn.Module):
+    """CleanRL's networks: the actor, qf1 and qf2 and their targets (copies), and log alpha."""
+
+    def __init__(self, obs_dim: int, action_dim: int, hidden: Sequence[int], low: np.ndarray, high: np.ndarray):
+        super().__init__()
+        self.actor = Actor(obs_dim, hidden, low, high)
+        self.qf1, self.qf2 = SoftQNetwork(obs_dim, action_dim, hidden), SoftQNetwork(obs_dim, action_dim, hidden)
+        self.qf1_target, self.qf2_target = copy.deepcopy(self.qf1), copy.deepcopy(self.qf2)
+        self.log_alpha = nn.Parameter(torch.zeros(()))
+
+    def trained(self) -> list:  # what the optimizers train: the targets only follow
+        return [*self.actor.parameters(), *self.qf1.parameters(), *self.qf2.parameters(), self.log_alpha]
+
+
+# ---------------------------------------------------------------- replay buffer
+class Batch(NamedTuple):  # transitions: one per row
+    obs: torch.Tensor
+    action: torch.Tensor
+    reward: torch.Tensor
+    next_obs: torch.Tensor  # the observation reached before any auto-reset: a truncation is bootstrapped from it
+    terminated: torch.Tensor  # float: 1.0 where the episode terminated (not where it was truncated)
+
+
+class ReplayBuffer:
+    """Preallocated and circular, on the device: `data`'s next rows are pos, pos + 1, ...; its first `size` are full.
+    pos and size live on the host, known without reading the device."""
+
+    def __init__(self, capacity: int, obs_dim: int, action_dim: int, num_envs: int, device: torch.device):
+        zeros = lambda *shape: torch.zeros((capacity, *shape), device=device)
+        self.data = Batch(zeros(obs_dim), zeros(action_dim), zeros(), zeros(obs_dim), zeros())
+        self.capacity, self.pos, self.size = capacity, 0, 0
+        self.offsets = torch.arange(num_envs, device=device)
+
+    def store(self, transitions: Batch):
+        """Write one step of every env at pos, wrapping around to the oldest rows."""
+        rows = (self.offsets + self.pos) % self.capacity
+        for stored, x in zip(self.data, transitions):
+            stored[rows] = x
+        n = len(self.offsets)
+        self.pos, self.size = (self.pos + n) % self.capacity, min(self.size + n, self.capacity)
+
+    def sample(self, batch_size: int) -> Batch:
+        """batch_size rows drawn uniformly, with replacement, from the full ones."""
+        rows = torch.randint(self.size, (batch_size,), device=self.offsets.device)
+        return Batch(*(stored[rows] for stored in self.data))
+
+
+# ---------------------------------------------------------------- losses
+def q_target(agent: Agent, batch: Batch, noise, alpha, args: Args):
+    """The soft TD target: reward + gamma * (min of the target Qs - alpha * log pi) at the next state, cut by termination."""
+    with torch.no_grad():
+        next_action, next_log_pi = agent.actor.get_action(batch.next_obs, noise)
+        min_q = torch.min(agent.qf1_target(batch.next_obs, next_action), agent.qf2_target(batch.next_obs, next_action))
+        return batch.reward + (1 - batch.terminated) * args.gamma * (min_q - alpha * next_log_pi)
+
+
+def q_loss(agent: Agent, batch: Batch, target):
+    """Both Q networks' mean squared error to the target, summed."""
+    q1, q2 = agent.qf1(batch.obs, batch.action), agent.qf2(batch.obs, batch.action)
+    qf1_loss, qf2_loss = ((q1 - target) ** 2).mean(), ((q2 - target) ** 2).mean()
+    info = dict(qf1_values=q1.mean(), qf2_values=q2.mean(), qf1_loss=qf1_loss, qf2_loss=qf2_loss)
+    return qf1_loss + qf2_loss, {k: v.detach() for k, v in info.items()} | dict(qf_loss=(qf1_loss + qf2_loss).detach() / 2)
+
+
+def actor_loss(agent: Agent, obs, noise, alpha):
+    """alpha * log pi(a|s) - min Q(s, a), for a reparameterized a ~ pi(s)."""
+    action, log_pi = agent.actor.get_action(obs, noise)
+    return (alpha * log_pi - torch.min(agent.qf1(obs, action), agent.qf2(obs, action))).mean()
+
+
+def alpha_loss(log_alpha, log_pi, target_entropy):
+    """Automatic entropy tuning: alpha rises while the policy's entropy (-log pi) is below the target."""
+    return (-log_alpha.exp() * (log_pi + target_entropy)).mean()
+
+
+# ---------------------------------------------------------------- update
+class Optimizers(NamedTuple):  # Adam for the Q networks, the actor and log alpha, as CleanRL's
+    q: torch.optim.Optimizer
+    actor: torch.optim.Optimizer
+    alpha: torch.optim.Optimizer
+
+
+def update_critic(agent: Agent, optimizers: Optimizers, batch: Batch, noise, alpha, args: Args) -> dict:
+    """One Adam step of both Q networks toward the soft TD target (no gradient through it)."""
+    loss, info = q_loss(agent, batch, q_target(agent, batch, noise, alpha, args))
+    loss.backward()
+    optimizers.q.step()
+    agent.zero_grad()  # after the step, so that every call starts without gradients; dynamo skips optimizer.zero_grad()
+    return info
+
+
+def update_actor(agent: Agent, optimizers: Optimizers, obs, noise, alpha_noise, alpha, target_entropy, args: Args) -> dict:
+    """One Adam step of the actor against the Q networks; then, with autotune, one of log alpha on a fresh sample, and
+    alpha (a tensor, updated in place: no read back) follows it."""
+    loss = actor_loss(agent, obs, noise, alpha)
+    loss.backward()
+    optimizers.actor.step()
+    agent.zero_grad()  # the actor's gradients, and the Q networks' that its loss left
+    info = dict(actor_loss=loss.detach(), alpha=alpha.clone(), alpha_loss=torch.zeros((), device=obs.device))
+    if args.autotune:
+        with torch.no_grad():
+            _, log_pi = agent.actor.get_action(obs, alpha_noise)
+        a_loss = alpha_loss(agent.log_alpha, log_pi, target_entropy)
+        a_loss.backward()
+        optimizers.alpha.step()
+        agent.zero_grad()
+        alpha.copy_(agent.log_alpha.detach().exp())
+        info |= dict(alpha_loss=a_loss.detach())
+    return info
+
+
+def update(agent: Agent, critic_step, actor_step, batch: Batch, step: int, args: Args) -> tuple:
+    """One gradient step, in CleanRL's order: the critic; every policy_frequency steps policy_frequency actor (and
+    alpha) steps on the same batch; every target_network_frequency steps the targets move tau toward the critic. The
+    critic's losses, and the actor's (None where it did not step). critic_step and actor_step: the compiled updates."""
+    info = critic_step(batch, torch.randn_like(batch.action))  # the noise drawn eagerly, as sac_torch.py draws it
+    actor_info = None
+    if step % args.policy_frequency == 0:
+        for _ in range(args.policy_frequency):
+            noise, alpha_noise = torch.randn((2, *batch.action.shape), device=batch.action.device)
+            actor_info = actor_step(batch.obs, noise, alpha_noise)
+    if step % args.target_network_frequency == 0:
+        with torch.no_grad():
+            for q, target in ((agent.qf1, agent.qf1_target), (agent.qf2, agent.qf2_target)):
+                for param, target_param in zip(q.parameters(), target.parameters()):
+                    target_param.lerp_(param, args.tau)
+    return info, actor_info
+
+
+# ---------------------------------------------------------------- train
+class Carry(NamedTuple):  # what one step hands the next: the envs' state, and the observation to act on (torch)
+    env_state: object
+    obs: torch.Tensor
+
+
+class GymnaxState(NamedTuple):  # JAX arrays, on the JAX device
+    env_state: object
+    episode: "harness.EpisodeStats"  # (harness.py) of each env's episode so far
+    ended: dict  # the episodes that ended since the last tally: their count, returns and lengths summed
+    key: jax.Array
+
+
+class GymnaxEnvs:
+    """num_envs of gymnax's environments, stepped from torch, as ppo_torch.py's: reset(seed) -> (state, obs),
+    step(state, action) -> (state, obs, reward, terminated, final_obs), a jitted JAX call whose outputs cross by DLPack without a copy; the
+    episodes that end are counted in JAX, and tally(state) hands them over (after the timer)."""
+
+    def __init__(self, env_id: str, num_envs: int, jax_device):
+        self.env, self.env_params = harness.make_env(env_id)
+        self.num_envs, self.jax_device = num_envs, jax_device
+        self.space = self.env.action_space(self.env_params)
+        self.jax_step = jax.jit(self.step_envs)
+        self.jax_tally = jax.jit(lambda state: (state._replace(ended=jax.tree.map(jnp.zeros_like, state.ended)), state.ended))
+        # Neither allocator knows the other's stream: a buffer handed over and freed could be reused while a kernel queued
+        # on the other stream still reads it. An iteration's are kept to the next one's end, past its iteration's sync.
+        self.handed_over, self.previous = [], []
+
+    def reset(self, seed: int):
+        key, _, reset_key = jax.random.split(jax.random.key(seed), 3)  # as the JAX script splits it: the same worlds
+        reset = jax.vmap(self.env.reset, in_axes=(0, None))  # one key per env; the same params
+        obs, env_state = reset(jax.random.split(reset_key, self.num_envs), self.env_params)
+        episode = harness.EpisodeStats(jnp.zeros(self.num_envs), jnp.zeros(self.num_envs, jnp.int32))
+        ended = dict(episodes=jnp.int32(0), return_sum=jnp.float32(0), length_sum=jnp.int32(0))
+        # strongly typed (harness.py), and committed to the device from the start: either change would retrace the step
+        state = GymnaxState(harness.strongly_typed(env_state), episode, ended, key)
+        state, obs = jax.device_put((state, obs), self.jax_device)
+        self.handed_over.append(obs)
+        return state, torch.from_dlpack(obs)
+
+    def step_envs(self, state: GymnaxState, action):
+        """Step every env once (gymnax resets finished ones), in JAX: the state after it, the observation, the rest."""
+        key, step_key = jax.random.split(state.key)
+        keys, step = jax.random.split(step_key, self.num_envs), jax.vmap(self.env.step, in_axes=(0, 0, 0, None))
+        action = harness.clipped(self.space, action)  # to the bounds, for the step
+        obs, env_state, reward, terminated, truncated, info = step(keys, state.env_state, action, self.env_params)
+        episode, finished = harness.count_episodes(state.episode, reward, jnp.logical_or(terminated, truncated))
+        counts = dict(
+            episodes=(finished.lengths > 0).sum(), return_sum=finished.returns.sum(), length_sum=finished.lengths.sum()
+        )
+        ended = jax.tree.map(jnp.add, state.ended, counts)
+        output = (reward, terminated.astype(jnp.float32), info["final_observation"])
+        return GymnaxState(env_state, episode, ended, key), obs, output
+
+    def step(self, state: GymnaxState, action: torch.Tensor):
+        # torch -> JAX, zero-copy; on GPU, jax.dlpack.from_dlpack makes JAX's stream wait for torch's current stream.
+        state, obs, output = self.jax_step(state, jax.dlpack.from_dlpack(action))
+        self.handed_over += [action, obs, *output]
+        # JAX -> torch, zero-copy. JAX's __dlpack__ blocks until the buffer is ready on CPU; on GPU it makes
+        # torch's current stream wait for it instead (no host sync).
+        return state, *map(torch.from_dlpack, (obs, *output))  # obs, reward, terminated (float), final_obs
+
+    def tally(self, state: GymnaxState):
+        """The episodes that ended since the last tally (JAX arrays), and the state counting from zero again."""
+        self.previous, self.handed_over = self.handed_over, []
+        return self.jax_tally(state)
+
+
+def train(args: Args) -> dict:
+    """Set up; the random steps; then one loop over the iterations, CleanRL's per step: act, step, store, and
+    updates_per_step times sample and update. Returns the record."""
+    start = time.perf_counter()
+    hidden, device, jax_device = check_args(args)  # (below) which also sets the matmul precision
+    torch._inductor.config.cpp_wrapper = device.type == "cpu"  # compiled code called from C++, not Python: less overhead
+    envs = GymnaxEnvs(args.env_id, args.num_envs, jax_device)
+    low, high = (np.broadcast_to(np.asarray(x, np.float32), envs.space.shape) for x in (envs.space.low, envs.space.high))
+    random_steps = -(-args.learning_starts // args.num_envs)  # steps of every env, before learning starts
+    num_iterations = (args.total_timesteps - random_steps * args.num_envs) // (args.num_envs * args.steps_per_iteration)
+    grad_steps = num_iterations * args.steps_per_iteration * args.updates_per_step
+
+    carry = Carry(*envs.reset(args.seed))
+    torch.manual_seed(args.seed)  # after the envs: their resets draw from a generator of their own
+    obs_dim, action_dim = carry.obs.shape[-1], len(low)
+    agent = Agent(obs_dim, action_dim, hidden, low, high).to(device)
+    # foreach Adam, which inductor compiles into the updates (fused is opaque to dynamo); capturable for tensor rates
+    q_lr, policy_lr = torch.tensor(args.q_lr, device=device), torch.tensor(args.policy_lr, device=device)
+    optimizers = Optimizers(
+        torch.optim.Adam([*agent.qf1.parameters(), *agent.qf2.parameters()], lr=q_lr, foreach=True, capturable=True),
+        torch.optim.Adam(agent.actor.parameters(), lr=policy_lr, foreach=True, capturable=True),
+        torch.optim.Adam([agent.log_alpha], lr=q_lr.clone(), foreach=True, capturable=True),
+    )
+    alpha = agent.log_alpha.detach().exp() if args.autotune else torch.tensor(args.alpha, device=device)  # a tensor
+    target_entropy = -float(action_dim)
+    buffer = ReplayBuffer(args.buffer_size, obs_dim, action_dim, args.num_envs, device)
+    low_t, high_t = torch.tensor(low, device=device), torch.tensor(high, device=device)
+    # torch.compile, as in LeanRL: whole functions (loss.backward() breaks each in two graphs), fixed shapes; with
+    # --cuda-graphs, replayed (below) with their outputs cloned. The noise is drawn eagerly: sac_torch.py's draws.
+    mode = compile_mode(args)  # (below)
+    compiled = lambda fn: cuda_graphed(args, torch.compile(fn, mode=mode, dynamic=False))
+    act = compiled(agent.actor.get_action)
+    critic_step = compiled(lambda batch, noise: update_critic(agent, optimizers, batch, noise, alpha, args))
+    actor_step = compiled(  # a function apart, called every policy_frequency steps: no recompilation for the delay
+        lambda obs, noise, alpha_noise: update_actor(agent, optimizers, obs, noise, alpha_noise, alpha, target_entropy, args)
+    )
+
+    def env_step(carry: Carry, random: bool) -> Carry:
+        """Act (random: uniformly in the bounds; otherwise a sample of the actor), step every env, store the transitions."""
+        if random:
+            action = low_t + (high_t - low_t) * torch.rand((args.num_envs, action_dim), device=device)
+        else:
+            with torch.no_grad():
+                action, _ = act(carry.obs, torch.randn((args.num_envs, action_dim), device=device))
+        env_state, obs, reward, terminated, final_obs = envs.step(carry.env_state, action)
+        buffer.store(Batch(carry.obs, action, reward, final_obs, terminated))
+        return Carry(env_state, obs)
+
+    random_start = time.perf_counter()
+    for _ in range(random_steps):  # learning_starts steps of random actions, stored, without updates
+        carry = env_step(carry, random=True)
+    synchronize(device)
+    random_duration = time.perf_counter() - random_start
+    carry = carry._replace(env_state=envs.tally(carry.env_state)[0])  # their episodes are not the iterations'
+
+    devices = {"torch": device, "jax": jax_device}
+    log = harness.Log(args, VARIANT, devices, LIBRARIES, num_iterations, start, args.steps_per_iteration, grad_steps)
+    step, actor_info = 0, None
+    for iteration in range(num_iterations):
+        with log.timed(no_syncs(args, device, iteration)):  # (below) nothing in it waits for the device but its end
+            for _ in range(args.steps_per_iteration):
+                carry = env_step(carry, random=False)
+                for _ in range(args.updates_per_step):
+                    batch = buffer.sample(args.batch_size)
+                    info, updated = update(agent, critic_step, actor_step, batch, step, args)
+                    actor_info, step = updated or actor_info, step + 1
+            synchronize(device)  # (below) the iteration ends when the device is done
+        env_state, ended = envs.tally(carry.env_state)
+        carry = carry._replace(env_state=env_state)
+        log.iteration(harness.torch_fetched(info | actor_info) | jax.device_get(ended))  # to the host, after the timer
+    fields = harness.random_steps_fields(args, random_steps, random_duration, num_iterations)
+    return log.record(agent.trained(), rollout="python", extra=fields)
+
+
+# ======================================================================================== benchmark harness
+# Not SAC: what measures it. What every script does alike is harness.py's; here is PyTorch's own: its devices, what it waits for, its guards.
+import contextlib
+import logging
+
+# The process settings at the top: JAX would take 75% of the GPU's memory at once, and torch shares the card. torch's
+# OpenMP threads would busy-wait for milliseconds after each op, taking the cores JAX's env step needs; they spin ~30 us
+# (GOMP_SPINCOUNT, GNU OpenMP's, overriding PASSIVE): enough to bridge an update's ops, where PASSIVE wakes per op.
+VARIANT = harness.variant_of(__file__)
+# What the tools will know of this script, read without running it (not yet in bench/variants.py).
+TOOLING = {
+    "framework": "torch",
+    "compiles": "torch.compile",
+    "order": 6,
+    "color": "tab:pink",
+    "gpu_setting": {"tag": "graphs", "flags": "--cuda-graphs", "color": "tab:olive"},
+}
+LIBRARIES = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy", "torch")  # the versions the record holds
+# and a compilation per dynamo compilation, a frame (re)compiled, a lazy backward compiled or a CUDA graph recorded
+torch._dynamo.callback_handler.register_start_callback(lambda _: harness.COMPILES.append("dynamo"))
+
+
+def compile_mode(args: Args) -> str:
+    """--compile-mode, or with --cuda-graphs the mode that adds CUDA graphs to it (torch.compile's docstring)."""
+    logging.getLogger("torch._dynamo.variables.ctx_manager").setLevel("ERROR")  # off: "Profiler record function ... ignored"
+    graphs = {"default": "reduce-overhead", "max-autotune-no-cudagraphs": "max-autotune"}
+    return graphs[args.compile_mode] if args.cuda_graphs else args.compile_mode
+
+
+def cuda_graphed(args: Args, fn):
+    """A compiled fn as --cuda-graphs calls it: a graph's outputs live in memory the next replay reuses, "clone the
+    tensor outside of torch.compile()" (torch/_inductor/cudagraph_trees.py); the inputs torch copies in."""
+    if not args.cuda_graphs:
+        return fn
+    return lambda *inputs: torch.utils._pytree.tree_map_only(torch.Tensor, torch.clone, fn(*inputs))
+
+
+def check_args(args: Args):
+    """Validate everything first (harness.py), then set the devices and matmul precision: (hidden, device, jax_device)."""
+    hidden = harness.check_sac_args(args)
+    # One device for both frameworks, so that DLPack hands buffers over without a copy: the GPU if both see one.
+    gpu = args.cuda and torch.cuda.is_available()
+    if gpu != (args.cuda and jax.default_backend() == "gpu"):
+        has, lacks = ("torch", "jax") if gpu else ("jax", "torch")
+        raise harness.UsageError(f"{has} sees a GPU but {lacks} does not: install both with CUDA or pass --no-cuda")
+    if args.cuda_graphs and not gpu:
+        raise harness.UsageError("--cuda-graphs needs an NVIDIA GPU that torch and jax both see: CUDA graphs replay GPU work")
+    if args.cuda and not gpu:
+        print("no GPU visible to torch or jax: running on the CPU", file=sys.stderr)
+    if args.matmul_precision == "high" and not gpu:
+        raise harness.UsageError(
+            "--matmul-precision high (TF32) needs an NVIDIA GPU: on CPUs only highest is the same arithmetic"
+        )
+    index = torch.cuda.current_device() if gpu else 0
+    device, jax_device = (
+        torch.device("cuda", index) if gpu else torch.device("cpu"),
+        jax.devices("gpu" if gpu else "cpu")[index],
+    )
+    jax.config.update("jax_default_device", jax_device)
+    torch.set_float32_matmul_precision(args.matmul_precision)  # highest: float32; high: TF32, as JAX's tensorfloat32
+    return hidden, device, jax_device
+
+
+def synchronize(device: torch.device):
+    """Wait for the device: on CPU nothing to wait for (torch runs each op before it returns, DLPack awaited every JAX
+    output it handed over); on GPU all streams, JAX's included (one CUDA context), with --sync-debug's trap off."""
+    if device.type == "cuda":
+        mode = torch.cuda.get_sync_debug_mode()
+        torch.cuda.set_sync_debug_mode(0)
+        torch.cuda.synchronize(device)
+        torch.cuda.set_sync_debug_mode(mode)
+
+
+def no_syncs(args: Args, device: torch.device, iteration: int) -> contextlib.ExitStack:
+    """What a timed iteration may not do: read a tensor back to the host. jax's transfer guard fails an implicit copy
+    from the env steps, and on a GPU --sync-debug's trap (torch's own) any op that synchronizes. Only iteration 0 may
+    read back, as compiling does: the env step's closed-over constants (gymnax's MinAtar tables), Inductor's set-up (its
+    pattern matcher's), recording a CUDA graph, which begins with torch.cuda.synchronize() (torch/cuda/graphs.py)."""
+    guards = contextlib.ExitStack()
+    guards.enter_context(jax.transfer_guard("disallow"))
+    guards.enter_context(jax.transfer_guard_device_to_host("disallow" if iteration else "allow"))
+    if args.sync_debug and device.type == "cuda" and iteration > 0:
+        torch.cuda.set_sync_debug_mode("error")
+        guards.callback(torch.cuda.set_sync_debug_mode, "default")
+    return guards
+
+
+if __name__ == "__main__":
+    sys.exit(harness.main(Args, train))
