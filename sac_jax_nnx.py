@@ -119,9 +119,8 @@ def tanh_gaussian(mean, log_std, noise, action_scale, action_bias):
 
 class Actor(nnx.Module):
     def __init__(self, obs_dim: int, hidden: Sequence[int], action_scale: tuple, action_bias: tuple, rngs: nnx.Rngs):
-        self.action_scale, self.action_bias = tuple(map(float, action_scale)), tuple(map(float, action_bias))  # floats: static
-        ins, outs = (obs_dim, *hidden, hidden[-1]), (*hidden, len(action_scale), len(action_scale))  # then the mean, log std
-        self.layers = nnx.List([dense(i, o, rngs) for i, o in zip(ins, outs)])  # Linen's Dense_0, Dense_1, ...
+        self.action_scale, self.action_bias, n = action_scale, action_bias, len(action_scale)  # (high -/+ low) / 2
+        self.layers = nnx.List([dense(i, o, rngs) for i, o in zip((obs_dim, *hidden, hidden[-1]), (*hidden, n, n))])
 
     def __call__(self, obs):
         x = obs
@@ -327,9 +326,9 @@ def train(args: Args) -> dict:
         obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
         env_state = harness.strongly_typed(env_state)  # so that a jitted step compiles once
         actor_key, critic_key = jax.random.split(init_key)
-        actor = Actor(obs.shape[-1], hidden, (high - low) / 2, (high + low) / 2, rngs=nnx.Rngs(actor_key))
-        critic = Critic(obs.shape[-1], space.shape[0], hidden, rngs=nnx.Rngs(critic_key))
+        actor = Actor(obs.shape[-1], hidden, tuple((high - low) / 2), tuple((high + low) / 2), rngs=nnx.Rngs(actor_key))
         actor_state = TrainState(actor, optax.adam(args.policy_lr))
+        critic = Critic(obs.shape[-1], space.shape[0], hidden, rngs=nnx.Rngs(critic_key))
         critic_state = TrainState(critic, optax.adam(args.q_lr))
         log_alpha = TrainState(nnx.Dict(log_alpha=nnx.Param(jnp.float32(0))), optax.adam(args.q_lr))
         learner = Learner(actor_state, critic_state, nnx.clone(critic), log_alpha)  # targets: a copy
