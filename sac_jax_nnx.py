@@ -267,7 +267,7 @@ def update(learner: Learner, batch: Batch, key, target_entropy, args: Args):
 
 
 # ---------------------------------------------------------------- train
-class Carry(NamedTuple):  # what one iteration hands the next besides the learner, which holds its own: the buffer, ...
+class Carry(NamedTuple):  # what one iteration hands the next but the learner (updated in place): the buffer, envs, keys
     buffer: Buffer
     env_state: object
     obs: jax.Array
@@ -321,7 +321,7 @@ def train(args: Args) -> dict:
 
     target_entropy = -float(np.prod(space.shape))
 
-    def init(seed: int):
+    def init(seed: int) -> tuple[Learner, Carry]:
         key, init_key, reset_key = jax.random.split(jax.random.key(seed), 3)
         obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
         env_state = harness.strongly_typed(env_state)  # so that a jitted step compiles once
