@@ -166,7 +166,7 @@ def test_from_linens_start_one_critic_and_one_actor_update_agree(name):
             load_linen(name, getattr(their_critic, q), critic_params["params"][q])
         state = lambda module, tx: other.TrainState(module, tx)
         log_alpha = nnx.Dict(log_alpha=nnx.Param(jnp.float32(0)))
-        target = nnx.clone(their_critic)
+        target = jax.tree.map(jnp.copy, nnx.state(their_critic))
     else:
         q1, q2 = (load_linen(name, getattr(their_critic, q), critic_params["params"][q]) for q in ("q1", "q2"))
         their_critic = other.Critic(q1, q2)
