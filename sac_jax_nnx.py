@@ -182,14 +182,14 @@ class TrainState(nnx.Module):  # Linen's TrainState in NNX: params, a module (it
 class Learner(NamedTuple):  # the networks, their optimizers and the entropy coefficient's
     actor: TrainState
     critic: TrainState  # both Q networks; critic.step counts the gradient steps
-    target_params: nnx.State  # the Q networks' targets: a Critic's parameters (nnx.state), not a module
+    target_params: Critic  # the Q networks' targets
     log_alpha: TrainState  # params: {"log_alpha": a scalar}
 
 
 def q_target(learner: Learner, batch: Batch, noise, alpha, args: Args):
     """The soft TD target: reward + gamma * (min of the target Qs - alpha * log pi) at the next state, cut by termination."""
     next_action, next_log_pi = learner.actor.params.get_action(batch.next_obs, noise)
-    q1, q2 = nnx.merge(nnx.graphdef(learner.critic.params), learner.target_params)(batch.next_obs, next_action)
+    q1, q2 = learner.target_params(batch.next_obs, next_action)
     return batch.reward + (1 - batch.terminated) * args.gamma * (jnp.minimum(q1, q2) - alpha * next_log_pi)
 
 
@@ -261,9 +261,9 @@ def update(learner: Learner, batch: Batch, key, target_entropy, args: Args):
 
     learner, actor_info = nnx.cond(step % args.policy_frequency == 0, actor_steps, no_actor_step, learner)
     lerp = lambda target, param: target + args.tau * (param - target)  # torch's lerp_
-    moved = jax.tree.map(lerp, learner.target_params, nnx.state(learner.critic.params))
-    target_params = jax.lax.cond(step % args.target_network_frequency == 0, lambda: moved, lambda: learner.target_params)
-    return learner._replace(target_params=target_params), info | actor_info
+    moved = jax.tree.map(lerp, nnx.state(learner.target_params), nnx.state(learner.critic.params))
+    nnx.cond(step % args.target_network_frequency == 0, nnx.update, lambda target, moved: None, learner.target_params, moved)
+    return learner, info | actor_info
 
 
 # ---------------------------------------------------------------- train
@@ -331,7 +331,7 @@ def train(args: Args) -> dict:
         critic = Critic(obs.shape[-1], space.shape[0], hidden, rngs=nnx.Rngs(critic_key))
         critic_state = TrainState(critic, optax.adam(args.q_lr))
         log_alpha = TrainState(nnx.Dict(log_alpha=nnx.Param(jnp.float32(0))), optax.adam(args.q_lr))
-        learner = Learner(actor_state, critic_state, jax.tree.map(jnp.copy, nnx.state(critic)), log_alpha)  # targets: a copy
+        learner = Learner(actor_state, critic_state, nnx.clone(critic), log_alpha)  # targets: a copy
         buffer = make_buffer(args.buffer_size, obs.shape[-1], space.shape[0])
         episode = harness.EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
         return learner, Carry(buffer, env_state, obs, episode, key)

@@ -166,7 +166,7 @@ def test_from_linens_start_one_critic_and_one_actor_update_agree(name):
             load_linen(name, getattr(their_critic, q), critic_params["params"][q])
         state = lambda module, tx: other.TrainState(module, tx)
         log_alpha = nnx.Dict(log_alpha=nnx.Param(jnp.float32(0)))
-        target = jax.tree.map(jnp.copy, nnx.state(their_critic))
+        target = nnx.clone(their_critic)
     else:
         q1, q2 = (load_linen(name, getattr(their_critic, q), critic_params["params"][q]) for q in ("q1", "q2"))
         their_critic = other.Critic(q1, q2)
@@ -212,3 +212,38 @@ def test_each_script_learns_pendulum(name, tmp_path):
     proc = run(name, *flags, "--json-out", "run.json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads((tmp_path / "run.json").read_text())["final_return"] > -300
+
+
+def test_nnx_updates_reach_the_learner_through_the_cached_compiled_call():
+    """train's iteration returns no learner: nnx.cached_partial(nnx.jit(...)) must leave every update in the learner's
+    own variables, the targets' included (held as an nnx.State in a NamedTuple, they would silently stay at their start)."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+    from flax import nnx
+
+    m = load("jax_nnx")
+    args = m.Args(hidden="16,16", policy_frequency=1)
+    critic = m.Critic(3, 1, (16, 16), rngs=nnx.Rngs(1))
+    learner = m.Learner(
+        m.TrainState(m.Actor(3, (16, 16), (2.0,), (0.0,), rngs=nnx.Rngs(0)), optax.adam(1e-3)),
+        m.TrainState(critic, optax.adam(1e-3)),
+        nnx.clone(critic),
+        m.TrainState(nnx.Dict(log_alpha=nnx.Param(jnp.float32(0))), optax.adam(1e-3)),
+    )
+    pure = lambda module: jax.tree.map(np.asarray, nnx.to_pure_dict(nnx.state(module)))
+    target, actor, log_alpha = pure(learner.target_params), pure(learner.actor.params), pure(learner.log_alpha.params)
+    rng = np.random.default_rng(0)
+    shapes = ((32, 3), (32, 1), (32,), (32, 3), (32,))
+    batch = m.Batch(*(jnp.asarray(rng.normal(size=s), jnp.float32) for s in shapes))._replace(terminated=jnp.zeros(32))
+    step = nnx.cached_partial(nnx.jit(lambda learner, key: m.update(learner, batch, key, -1.0, args)[1]), learner)
+    step(jax.random.key(0))
+    assert int(learner.critic.step[...]) == 1
+    expected = jax.tree.map(lambda t, c: t + args.tau * (c - t), target, pure(learner.critic.params))
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7), pure(learner.target_params), expected)
+    for before, module in (
+        (target, learner.target_params),
+        (actor, learner.actor.params),
+        (log_alpha, learner.log_alpha.params),
+    ):
+        assert not all(jax.tree.leaves(jax.tree.map(np.array_equal, before, pure(module))))  # each moved
