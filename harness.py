@@ -279,6 +279,18 @@ def count_cache_event(event: str, **_) -> None:
 jax.monitoring.register_event_listener(count_cache_event)
 
 
+def count_dynamo_compile(_) -> None:
+    COMPILES.append("dynamo")
+
+
+def count_dynamo_compiles(callbacks) -> None:
+    """Count each dynamo compilation (a frame (re)compiled, a lazy backward compiled, a CUDA graph recorded) through
+    torch's start callbacks, once per process: two torch.compile scripts loaded in one (the tests) would otherwise
+    count every compilation twice (callback_handler keeps a list)."""
+    if count_dynamo_compile not in callbacks.start_callbacks:
+        callbacks.register_start_callback(count_dynamo_compile)
+
+
 def compiler_caches(inductor: bool = False) -> dict:
     """Whether this process read and wrote persistent compiler caches, and what it found there. A hit loads the very
     program a miss compiled and wrote, so only the compile time differs: JAX's executable (jax/_src/compilation_cache.py:

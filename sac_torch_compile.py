@@ -429,7 +429,7 @@ TOOLING = {
 }
 LIBRARIES = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy", "torch")  # the versions the record holds
 # and a compilation per dynamo compilation, a frame (re)compiled, a lazy backward compiled or a CUDA graph recorded
-torch._dynamo.callback_handler.register_start_callback(lambda _: harness.COMPILES.append("dynamo"))
+harness.count_dynamo_compiles(torch._dynamo.callback_handler)
 
 
 def compile_mode(args: Args) -> str:
