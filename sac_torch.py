@@ -199,9 +199,12 @@ def q_loss(agent: Agent, batch: Batch, target):
 
 
 def actor_loss(agent: Agent, obs, noise, alpha):
-    """alpha * log pi(a|s) - min Q(s, a), for a reparameterized a ~ pi(s)."""
+    """alpha * log pi(a|s) - min Q(s, a), for a reparameterized a ~ pi(s). The Q networks run on detached parameters
+    (LeanRL's qnet_params.data): the backward computes the actor's gradients alone, as jax.grad does in the JAX scripts,
+    not CleanRL's Q-network gradients that its next critic step discards."""
     action, log_pi = agent.actor.get_action(obs, noise)
-    return (alpha * log_pi - torch.min(agent.qf1(obs, action), agent.qf2(obs, action))).mean()
+    q = lambda qf: torch.func.functional_call(qf, {k: v.detach() for k, v in qf.named_parameters()}, (obs, action))
+    return (alpha * log_pi - torch.min(q(agent.qf1), q(agent.qf2))).mean()
 
 
 def alpha_loss(log_alpha, log_pi, target_entropy):

@@ -74,7 +74,7 @@ def load(argv: list) -> SimpleNamespace:
     if a.preset not in PRESETS:
         raise Refused(f"unknown preset '{a.preset}'; valid: {' '.join(PRESETS)}")
     try:
-        variants = discover()
+        variants = discover(algorithm=PRESETS[a.preset].get("algorithm", "ppo"))
     except VariantError as e:
         raise Refused(f"cannot list the variants: {e}") from None
     p = settings(a, [v.name for v in scripts(variants)], [v.name for v in variants if v.stack and not v.gpu_only])

@@ -3,7 +3,7 @@ a preset's settings make, in the order they run (make_plan)."""
 
 from typing import NamedTuple
 
-from bench.presets import ENV_FLAGS, EXPERIMENTS, HIDDEN, STACK_ENVS
+from bench.presets import ENV_FLAGS, EXPERIMENTS, HIDDEN, SAC_CELLS, SAC_LEARN_FLAGS, SAC_LEARNING_STARTS, STACK_ENVS
 
 
 class Run(NamedTuple):
@@ -47,6 +47,8 @@ def make_plan(p: dict, variants: list) -> list:
     variants' order rotates from block to block, so that no variant always runs first after a pause (or after a
     run that leaves the machine warm). A preset with groups reorders the blocks, each as it was: group by group, and
     in a group every seed of a cell before the next (ordered_by_groups)."""
+    if p["algorithm"] == "sac":
+        return sac_plan(p, variants)
     by_name = {v.name: v for v in variants}  # the scripts and their settings (jax_nnx+nocache)
     settings_of, stacks_of = {}, {}  # each script's settings and environment stacks in this plan
     for v in variants:
@@ -118,6 +120,34 @@ def make_plan(p: dict, variants: list) -> list:
                     block(exp, env, "s", seed, None, None, [], allowed(exp, "variants", names))
     if p["groups"]:
         runs.sort(key=lambda run: ordered_by_groups(run, p))  # a sort is stable: seeds and blocks keep their order
+    return runs
+
+
+def sac_plan(p: dict, variants: list) -> list:
+    """The SAC presets' runs, as make_plan orders PPO's: the seed outermost, a block of every variant per cell and
+    seed, the variants rotated by seed. overall: SAC_CELLS narrowed by --envs and --sizes, named
+    VARIANT__ENV__SIZE__nNUM_ENVS__uUPDATES_PER_STEP__seedSEED; learn: SAC_LEARN_FLAGS on each learn env at size s."""
+    by_name, names, runs = {v.name: v for v in variants}, p["variants"], []
+
+    def block(exp, env, size, seed, tag, flags):
+        for v in (names[(i + seed - 1) % len(names)] for i in range(len(names))):
+            more = " ".join(map(str, [*flags, *by_name[v].flags]))
+            runs.append(Run(f"{exp}/{v}__{env}__{size}{tag}__seed{seed}", by_name[v].script, env, HIDDEN[size], seed, exp,
+                            size, p["iterations"] if exp != "learn" else 100, more, v))
+
+    for seed in range(1, p["repeats"] + 1):
+        if "overall" in p["experiments"]:
+            for env, size, num_envs, utd, steps, repeats in SAC_CELLS:
+                if env not in p["envs"] or size not in p["sizes"] or seed > (repeats or p["repeats"]):
+                    continue
+                random_steps = -(-SAC_LEARNING_STARTS // num_envs) * num_envs  # as the scripts round it
+                flags = ["--num-envs", num_envs, "--updates-per-step", utd, "--steps-per-iteration", steps]
+                flags += ["--learning-starts", SAC_LEARNING_STARTS]
+                flags += ["--total-timesteps", random_steps + num_envs * steps * p["iterations"]]
+                block("overall", env, size, seed, f"__n{num_envs:04d}__u{utd}", flags)
+        if "learn" in p["experiments"]:
+            for env in p["learn_envs"]:
+                block("learn", env, "s", seed, "", SAC_LEARN_FLAGS)
     return runs
 
 

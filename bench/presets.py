@@ -2,7 +2,7 @@
 narrows the grid to save time. bench/plan.py applies the command line's options to one and makes its plan."""
 
 # The model sizes: the hidden layers of actor and critic (run_costs.py and plot.py name a record's size from here).
-SIZES = {"s": (64, 64), "m": (256,) * 3, "l": (1024,) * 6}
+SIZES = {"s": (64, 64), "m": (256,) * 3, "l": (1024,) * 6, "c": (256, 256)}  # c: CleanRL's SAC network
 HIDDEN = {size: ",".join(map(str, layers)) for size, layers in SIZES.items()}  # as --hidden takes them
 STUDY_ENVS = [
     "CartPole-v1",
@@ -95,6 +95,7 @@ FULL = {
     "repeats_in": {},
     "groups": None,
     "part_minutes": None,
+    "algorithm": "ppo",  # the scripts it runs: ppo_*.py, or sac_*.py (bench/variants.py)
 }
 PRESETS = {
     # A smoke test of the sweep and of every figure: a tiny iteration, so process start-up and compilation
@@ -205,5 +206,36 @@ PRESETS = {
     # Not a sweep: bench/gpu_check.py runs every variant for 3 short iterations on CartPole-v1 with every check on
     # (device per framework, compilations after iteration 0, host syncs trapped) and prints one table; it fails if
     # any check does. A few minutes on 2 CPU cores, where it runs the CPU's checks.
-    "gpu-check": {"gpu_check": True},
+    "gpu-check": {"gpu_check": True},    # SAC (sac_*.py): each variant's steady iteration in interleaved blocks, on the off-policy cells (SAC_CELLS), CleanRL's
+    # settings but 1000 random steps before learning (5000 cost a torch run seconds and change no iteration's work).
+    "sac": {
+        "algorithm": "sac",
+        "experiments": ["overall"],
+        "envs": ["Pendulum-v1", "MountainCarContinuous-v0"],
+        "sizes": ["c", "s"],
+        "repeats": 6,
+        "iterations": 9,
+        "timeout": 900,
+    },
+    # Every SAC variant learns Pendulum-v1 (size s, 12000 steps, the first 1000 random), seeds 1-10: the IQM and
+    # probability of improvement over Linen (plot.py), and the seconds to a return of -200.
+    "sac-learn": {
+        "algorithm": "sac",
+        "experiments": ["learn"],
+        "learn_envs": ["Pendulum-v1"],
+        "repeats": 10,
+        "timeout": 1800,
+    },
 }
+# The sac preset's cells, in the order they run within a block of seeds: (env, size, num_envs, updates_per_step,
+# steps_per_iteration, repeats or None for the preset's). The iteration is sized so that every cell's costs a few
+# tenths of a second to a few seconds here; the update-to-data ratio 8 does 8 gradient steps per env step.
+SAC_CELLS = [
+    ("Pendulum-v1", "c", 1, 1, 250, None),
+    ("Pendulum-v1", "s", 1, 1, 500, None),
+    ("Pendulum-v1", "s", 16, 1, 500, None),
+    ("Pendulum-v1", "s", 1, 8, 125, None),
+    ("MountainCarContinuous-v0", "c", 1, 1, 250, 3),
+]
+SAC_LEARNING_STARTS = 1000  # random steps before learning, in every SAC preset's runs
+SAC_LEARN_FLAGS = ["--total-timesteps", 12000, "--learning-starts", SAC_LEARNING_STARTS]  # sac-learn, at size s

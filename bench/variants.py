@@ -1,10 +1,12 @@
-"""The list of variants: every `ppo_*.py` beside benchmark.sh, and what each says of itself in its TOOLING line.
+"""The list of variants: every `ppo_*.py` (and, for the SAC presets, every `sac_*.py`) beside benchmark.sh, and what
+each says of itself in its TOOLING line.
 
 A script's TOOLING dict is read from its source (ast.literal_eval), not by importing it, so that benchmark.sh,
 plot.py and the tests learn the variants without loading jax or torch. Adding a variant is adding its script;
 nothing here names one.
 
     python bench/variants.py      # the variants, one a line: name, framework, compiler, script
+    python bench/variants.py sac  # SAC's
 """
 
 import ast
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Optional
 
 ROOT = Path(__file__).resolve().parent.parent
+ALGORITHMS = ("ppo", "sac")  # a script's name starts with its algorithm: ppo_jax_linen.py, sac_jax_linen.py
 # For a variant whose colour another variant already has (a script copied to start a new one): the tab10
 # colours no script or setting declares, in order.
 SPARE_COLORS = ["tab:gray", "tab:cyan"]
@@ -119,16 +122,17 @@ def tooling(tree: ast.Module, path: Path) -> dict:
             ):
                 raise VariantError(f"{path.name}: TOOLING needs a framework ('jax' or 'torch'), an int order and a color")
             return fields
-    raise VariantError(f"{path.name}: no TOOLING = {{...}} line; every ppo_*.py declares one (see ppo_jax_linen.py)")
+    raise VariantError(f"{path.name}: no TOOLING = {{...}} line; every variant script declares one (see ppo_jax_linen.py)")
 
 
-def discover(root: Path = ROOT) -> list:
-    """The variant scripts, in their declared order, each followed by its settings (see SETTINGS)."""
+def discover(root: Path = ROOT, algorithm: str = "ppo") -> list:
+    """The variant scripts of one algorithm (ALGORITHMS), in their declared order, each followed by its settings (see
+    SETTINGS). A variant is named without the algorithm: sac_jax_linen.py is jax_linen, as ppo_jax_linen.py is."""
     found = []
-    for path in sorted(root.glob("ppo_*.py")):
+    for path in sorted(root.glob(f"{algorithm}_*.py")):
         tree = ast.parse(path.read_text(), filename=str(path))
         fields = tooling(tree, path)
-        name = path.stem.removeprefix("ppo_")
+        name = path.stem.removeprefix(f"{algorithm}_")
         settings = [(key, fields.pop(key)) for key in SETTINGS if key in fields]
         settings += [(STACKS, s) for s in fields.pop(STACKS, [])]
         num_seeds = "num_seeds" in args_fields(tree)
@@ -270,7 +274,7 @@ def modules(script: Path) -> list:
 def main() -> int:
     """The variants, one line each: what benchmark.sh, plot.py and the tests will find."""
     try:
-        variants = discover()
+        variants = discover(algorithm=sys.argv[1] if sys.argv[1:] in [[a] for a in ALGORITHMS] else "ppo")
     except VariantError as e:
         print(f"bench/variants.py: {e}", file=sys.stderr)
         return 2
