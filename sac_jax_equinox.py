@@ -40,7 +40,7 @@ class Args:
     """total environment steps: the random ones, then whole iterations of num_envs * steps_per_iteration"""
     num_envs: int = 1
     """the number of parallel environments"""
-    buffer_size: int = int(1e6)
+    buffer_size: int = 1_000_000
     """the replay memory buffer size (transitions)"""
     gamma: float = 0.99
     """the discount factor gamma"""

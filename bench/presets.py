@@ -217,7 +217,7 @@ PRESETS = {
         "iterations": 9,
         "timeout": 900,
     },
-    # Every SAC variant learns Pendulum-v1 (size s, 12000 steps, the first 1000 random), seeds 1-10: the IQM and
+    # Every SAC variant learns Pendulum-v1 (size s, 20000 steps, the first 1000 random), seeds 1-10: the IQM and
     # probability of improvement over Linen (plot.py), and the seconds to a return of -200.
     "sac-learn": {
         "algorithm": "sac",
@@ -238,4 +238,4 @@ SAC_CELLS = [
     ("MountainCarContinuous-v0", "c", 1, 1, 250, 3),
 ]
 SAC_LEARNING_STARTS = 1000  # random steps before learning, in every SAC preset's runs
-SAC_LEARN_FLAGS = ["--total-timesteps", 12000, "--learning-starts", SAC_LEARNING_STARTS]  # sac-learn, at size s
+SAC_LEARN_FLAGS = ["--total-timesteps", 20000, "--learning-starts", SAC_LEARNING_STARTS]  # sac-learn, at size s
