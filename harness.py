@@ -39,8 +39,9 @@ class UsageError(ValueError):
 
 
 def variant_of(script: str) -> str:
-    """A script's variant name: its file name without the algorithm's prefix (ppo_jax_linen.py -> jax_linen)."""
-    return os.path.basename(script)[: -len(".py")].removeprefix("ppo_")
+    """A script's variant name: its file name without the algorithm's prefix (ppo_jax_linen.py, sac_jax_linen.py ->
+    jax_linen); the record says the algorithm where it is not PPO (random_steps_fields)."""
+    return os.path.basename(script)[: -len(".py")].removeprefix("ppo_").removeprefix("sac_")
 
 
 # ---------------------------------------------------------------- environments
@@ -506,7 +507,7 @@ def random_steps_fields(args, random_steps: int, random_duration: float, num_ite
     (random_duration, their compilation included), and env_steps, theirs and the iterations' together."""
     learned = num_iterations * args.num_envs * args.steps_per_iteration
     random = random_steps * args.num_envs
-    return {"random_steps": random, "random_duration": random_duration, "env_steps": random + learned}
+    return {"algorithm": "sac", "random_steps": random, "random_duration": random_duration, "env_steps": random + learned}
 
 
 # ---------------------------------------------------------------- JAX's study modes

@@ -38,7 +38,7 @@ def test_a_run_from_the_command_line_writes_a_record_of_its_work(name, tmp_path)
     proc = run(name, *TINY, "--json-out", "run.json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     record = json.loads((tmp_path / "run.json").read_text())
-    assert record["variant"] == f"sac_{name}" and record["status"] == "ok"
+    assert (record["variant"], record["algorithm"], record["status"]) == (name, "sac", "ok")
     assert record["random_steps"] == 100 and record["env_steps"] == 500  # 100 random, 5 iterations of 2 x 40
     assert len(record["iteration_durations"]) == 5 and record["grad_steps"] == 5 * 40 * 2
     # actor: 3*32+32 + 32*32+32 + 2*(32+1); each Q network: 4*32+32 + 32*32+32 + 32+1; log alpha: 1

@@ -32,7 +32,7 @@ def test_a_run_writes_a_record_with_dynamos_compiles_in_iteration_0_alone(tmp_pa
     before = module.harness.COMPILES.count("dynamo")
     assert module.harness.main(module.Args, module.train, [*TINY, "--json-out", "run.json"]) == 0
     record = json.loads((tmp_path / "run.json").read_text())
-    assert record["variant"] == "sac_torch_compile" and record["status"] == "ok"
+    assert (record["variant"], record["algorithm"], record["status"]) == ("torch_compile", "sac", "ok")
     assert record["env_steps"] == 500 and record["grad_steps"] == 5 * 40 * 2
     assert record["compiles_after_first_iteration"] == 0
     assert module.harness.COMPILES.count("dynamo") > before  # the policy step, the critic and actor updates

@@ -43,7 +43,7 @@ def test_a_run_from_the_command_line_writes_a_record_like_linens(name, tmp_path)
     proc = run(name, *TINY, "--json-out", "run.json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     record = json.loads((tmp_path / "run.json").read_text())
-    assert record["variant"] == f"sac_{name}" and record["status"] == "ok"
+    assert (record["variant"], record["algorithm"], record["status"]) == (name, "sac", "ok")
     assert record["random_steps"] == 100 and record["env_steps"] == 500 and record["grad_steps"] == 5 * 40 * 2
     # sac_jax_linen.py's count for TINY (test_sac): actor, two Q networks, log alpha
     assert record["param_count"] == (128 + 1056 + 66) + 2 * (160 + 1056 + 33) + 1
