@@ -202,13 +202,18 @@ def check_ppo_args(args) -> tuple[int, ...]:
     if args.json_out is not None:
         check_writable(args.json_out)
     check_limits(args)
+    check_backend(args)
+    check_env_id(args.env_id)
+    return hidden
+
+
+def check_backend(args) -> None:
+    """An --env-backend other than gymnax has torch_envs.py's ids alone."""
     if getattr(args, "env_backend", "gymnax") != "gymnax":
         import torch_envs  # only when asked for; first, so that a wrong id is told this backend's ids alone
 
         if args.env_id not in torch_envs.ENVS:
             raise UsageError(f"--env-backend {args.env_backend} has {', '.join(torch_envs.ENVS)}, not --env-id {args.env_id}")
-    check_env_id(args.env_id)
-    return hidden
 
 
 def check_env_id(env_id: str) -> None:
@@ -251,6 +256,7 @@ def check_sac_args(args) -> tuple[int, ...]:
     if args.json_out is not None:
         check_writable(args.json_out)
     check_limits(args)
+    check_backend(args)
     check_env_id(args.env_id)
     if action_space(args.env_id)["kind"] != "continuous":
         raise UsageError(f"SAC needs continuous actions; --env-id {args.env_id} has discrete ones")

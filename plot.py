@@ -21,6 +21,7 @@ without matplotlib), the summary they make, summary.md, and the figures.
 """
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -29,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 from bench.outputs import check_out
-from report import learning_figures, timing_figures
+from report import learning_figures, offpolicy, timing_figures
 from report.figures import FIGURES
 from report.markdown import render
 from report.records import Unreadable, group_by, load_runs, machine
@@ -91,6 +92,11 @@ def publish(reports: dict, failures, directory: Path, out: Path) -> None:
 def make_report(runs, failures, directory: Path, out: Path) -> None:
     """The figures, summary.md and summary.json of runs (all from one machine) into out."""
     out.mkdir(parents=True, exist_ok=True)
+    if any(offpolicy.is_sac(r) for r in runs):  # SAC's cells differ by more than PPO's report tells apart
+        sac = offpolicy.summary(runs)
+        (out / "summary.md").write_text(f"# SAC: {machine(runs[0].record)}\n\n{offpolicy.markdown(sac)}")
+        (out / "summary.json").write_text(json.dumps(sac, indent=1, default=float) + "\n")
+        return
     summary = summarize(runs, failures, directory)
     timing_figures.draw(summary, out)
     learning_figures.draw(summary, out)

@@ -75,6 +75,9 @@ class Args:
     # The benchmark's, not SAC's: how the run is set up, timed and recorded.
     steps_per_iteration: int = 1000
     """steps of the envs per timed iteration (each of num_envs envs steps this many times), each with its updates"""
+    env_backend: Literal["gymnax", "torch", "gymnasium"] = "gymnax"
+    """gymnax: JAX's, handed over by DLPack every step; torch: torch_envs.py, gymnax's dynamics in PyTorch;
+    gymnasium: its vector envs on the CPU. torch and gymnasium have Pendulum-v1."""
     matmul_precision: Literal["highest", "high"] = "highest"
     """float32 matmul precision: highest = float32 in every framework; high = TF32 on an NVIDIA GPU"""
     sync_debug: bool = False
@@ -339,7 +342,7 @@ def train(args: Args) -> dict:
     updates_per_step times sample and update. Returns the record."""
     start = time.perf_counter()
     hidden, device, jax_device = check_args(args)  # (below) which also sets the matmul precision
-    envs = GymnaxEnvs(args.env_id, args.num_envs, jax_device)
+    envs = make_envs(args, device, jax_device)  # gymnax's (above), or on --env-backend torch_envs.py's (below)
     low, high = (np.broadcast_to(np.asarray(x, np.float32), envs.space.shape) for x in (envs.space.low, envs.space.high))
     random_steps = -(-args.learning_starts // args.num_envs)  # steps of every env, before learning starts
     num_iterations = (args.total_timesteps - random_steps * args.num_envs) // (args.num_envs * args.steps_per_iteration)
@@ -405,8 +408,27 @@ import contextlib
 # (GOMP_SPINCOUNT, GNU OpenMP's, overriding PASSIVE): enough to bridge an update's ops, where PASSIVE wakes per op.
 VARIANT = harness.variant_of(__file__)
 # What the tools will know of this script, read without running it (not yet in bench/variants.py).
-TOOLING = {"framework": "torch", "compiles": None, "order": 5, "color": "tab:brown"}
+TOOLING = {
+    "framework": "torch",
+    "compiles": None,
+    "order": 5,
+    "color": "tab:brown",
+    "stacks": [
+        {"tag": "torchenv", "flags": "--env-backend torch", "color": "sienna"},
+        {"tag": "gymnasium", "flags": "--env-backend gymnasium", "color": "rosybrown"},
+    ],
+}
 LIBRARIES = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy", "torch")  # the versions the record holds
+
+
+def make_envs(args: Args, device: torch.device, jax_device):
+    """The environments on --env-backend, behind one interface: GymnaxEnvs, or torch_envs.py's (imported only when asked
+    for: with gymnax's environments, this file runs alone)."""
+    if args.env_backend == "gymnax":
+        return GymnaxEnvs(args.env_id, args.num_envs, jax_device)
+    import torch_envs
+
+    return torch_envs.make_for_sac(args.env_backend, args.env_id, args.num_envs, device, args.seed)
 
 
 def check_args(args: Args):

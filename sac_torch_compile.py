@@ -76,6 +76,9 @@ class Args:
     # The benchmark's, not SAC's: how the run is set up, timed and recorded.
     steps_per_iteration: int = 1000
     """steps of the envs per timed iteration (each of num_envs envs steps this many times), each with its updates"""
+    env_backend: Literal["gymnax", "torch", "gymnasium"] = "gymnax"
+    """gymnax: JAX's, handed over by DLPack every step; torch: torch_envs.py, gymnax's dynamics in PyTorch;
+    gymnasium: its vector envs on the CPU. torch and gymnasium have Pendulum-v1."""
     matmul_precision: Literal["highest", "high"] = "highest"
     """float32 matmul precision: highest = float32 in every framework; high = TF32 on an NVIDIA GPU"""
     sync_debug: bool = False
@@ -345,7 +348,7 @@ def train(args: Args) -> dict:
     start = time.perf_counter()
     hidden, device, jax_device = check_args(args)  # (below) which also sets the matmul precision
     torch._inductor.config.cpp_wrapper = device.type == "cpu"  # compiled code called from C++, not Python: less overhead
-    envs = GymnaxEnvs(args.env_id, args.num_envs, jax_device)
+    envs = make_envs(args, device, jax_device)  # gymnax's (above), or on --env-backend torch_envs.py's (below)
     low, high = (np.broadcast_to(np.asarray(x, np.float32), envs.space.shape) for x in (envs.space.low, envs.space.high))
     random_steps = -(-args.learning_starts // args.num_envs)  # steps of every env, before learning starts
     num_iterations = (args.total_timesteps - random_steps * args.num_envs) // (args.num_envs * args.steps_per_iteration)
@@ -429,8 +432,24 @@ TOOLING = {
     "order": 6,
     "color": "tab:pink",
     "gpu_setting": {"tag": "graphs", "flags": "--cuda-graphs", "color": "tab:olive"},
+    "stacks": [
+        {"tag": "torchenv", "flags": "--env-backend torch", "color": "deeppink"},
+        {"tag": "gymnasium", "flags": "--env-backend gymnasium", "color": "plum"},
+    ],
 }
 LIBRARIES = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy", "torch")  # the versions the record holds
+
+
+def make_envs(args: Args, device: torch.device, jax_device):
+    """The environments on --env-backend, behind one interface: GymnaxEnvs, or torch_envs.py's (imported only when asked
+    for: with gymnax's environments, this file runs alone)."""
+    if args.env_backend == "gymnax":
+        return GymnaxEnvs(args.env_id, args.num_envs, jax_device)
+    import torch_envs
+
+    return torch_envs.make_for_sac(args.env_backend, args.env_id, args.num_envs, device, args.seed)
+
+
 # and a compilation per dynamo compilation, a frame (re)compiled, a lazy backward compiled or a CUDA graph recorded
 harness.count_dynamo_compiles(torch._dynamo.callback_handler)
 
@@ -460,6 +479,8 @@ def check_args(args: Args):
         raise harness.UsageError(f"{has} sees a GPU but {lacks} does not: install both with CUDA or pass --no-cuda")
     if args.cuda_graphs and not gpu:
         raise harness.UsageError("--cuda-graphs needs an NVIDIA GPU that torch and jax both see: CUDA graphs replay GPU work")
+    if args.cuda_graphs and args.env_backend == "gymnasium":
+        raise harness.UsageError("--cuda-graphs cannot run with --env-backend gymnasium: its envs step on the host")
     if args.cuda and not gpu:
         print("no GPU visible to torch or jax: running on the CPU", file=sys.stderr)
     if args.matmul_precision == "high" and not gpu:

@@ -15,8 +15,10 @@ make_gymnasium wraps Gymnasium's own vector environments on the CPU, as CleanRL 
 """
 
 import math
+from types import SimpleNamespace
 from typing import NamedTuple
 
+import numpy as np
 import torch
 
 ENVS = ("CartPole-v1", "Acrobot-v1", "Pendulum-v1")
@@ -434,3 +436,46 @@ def make_for_ppo(backend: str, env_id: str, num_envs: int, device: torch.device 
     """The PPO scripts' environments on --env-backend torch (make's) or gymnasium (make_gymnasium's)."""
     envs = make(env_id, num_envs, device) if backend == "torch" else make_gymnasium(env_id, num_envs, device, seed)
     return PPOEnvs(envs)
+
+
+# What the SAC torch scripts step on --env-backend torch or gymnasium: the interface of their gymnax adapter.
+class SACEnvs(PPOEnvs):
+    """reset(seed) -> (state, obs); step(state, action) -> (state, obs, reward, terminated (float), final_obs);
+    tally(state) -> (state, the episodes that ended since the last tally: their count, returns and lengths summed).
+    Whole-batch ops with no host read until tally, which runs after the timer. `space`: the action bounds."""
+
+    def __init__(self, envs: TorchEnv | GymnasiumEnv, low: float, high: float):
+        super().__init__(envs)
+        shape = (envs.num_actions,)
+        self.space = SimpleNamespace(low=np.full(shape, low, np.float32), high=np.full(shape, high, np.float32), shape=shape)
+        self.bounds = torch.full(shape, low, device=envs.device), torch.full(shape, high, device=envs.device)  # no copy a step
+
+    def no_episodes(self) -> dict:
+        zero = lambda dtype: torch.zeros((), dtype=dtype, device=self.envs.device)
+        return dict(episodes=zero(torch.int32), return_sum=zero(torch.float32), length_sum=zero(torch.int32))
+
+    def reset(self, seed: int):
+        state, obs = super().reset(seed)
+        return (state, self.no_episodes()), obs
+
+    def step(self, state: tuple, action: torch.Tensor):
+        state, ended = state
+        state, obs, out = super().step(state, torch.clamp(action, *self.bounds))  # clipped to the bounds, as gymnax's
+        finished = out.finished
+        counts = dict(
+            episodes=(finished.lengths > 0).sum(), return_sum=finished.returns.sum(), length_sum=finished.lengths.sum()
+        )
+        ended = {k: ended[k] + counts[k].to(ended[k].dtype) for k in ended}
+        return (state, ended), obs, out.reward, out.terminated.to(torch.float32), out.final_obs
+
+    def tally(self, state: tuple):
+        return (state[0], self.no_episodes()), {k: v.item() for k, v in state[1].items()}
+
+
+def make_for_sac(backend: str, env_id: str, num_envs: int, device: torch.device | str, seed: int) -> SACEnvs:
+    """The SAC torch scripts' environments on --env-backend torch or gymnasium; their actions continuous, their bounds
+    the environment's (Pendulum-v1's torque: [-2, 2])."""
+    envs = make(env_id, num_envs, device) if backend == "torch" else make_gymnasium(env_id, num_envs, device, seed)
+    if not envs.continuous:
+        raise ValueError(f"{env_id} has discrete actions; SAC needs continuous ones")
+    return SACEnvs(envs, -Pendulum.max_torque, Pendulum.max_torque)

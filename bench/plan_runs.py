@@ -125,26 +125,44 @@ def make_plan(p: dict, variants: list) -> list:
 
 def sac_plan(p: dict, variants: list) -> list:
     """The SAC presets' runs, as make_plan orders PPO's: the seed outermost, a block of every variant per cell and
-    seed, the variants rotated by seed. overall: SAC_CELLS narrowed by --envs and --sizes, named
+    seed, the variants rotated by seed (and the torch script's stacks where a cell says so). overall: SAC_CELLS
+    narrowed by --envs and --sizes, named
     VARIANT__ENV__SIZE__nNUM_ENVS__uUPDATES_PER_STEP__seedSEED; learn: SAC_LEARN_FLAGS on each learn env at size s."""
-    by_name, names, runs = {v.name: v for v in variants}, p["variants"], []
+    by_name, runs = {v.name: v for v in variants}, []
+    stacks = [v for v in variants if v.stack and v.setting_of in p["variants"] and not v.gpu_only]
+    # beside their scripts in every block, where the preset says so: the GPU-only settings made by flags (CUDA graphs)
+    beside = [v.name for v in variants if v.gpu_only and not v.stack and v.setting_of in p["variants"]]
+    beside = beside if p["settings_in_overall"] else []
 
-    def block(exp, env, size, seed, tag, flags):
+    def block(exp, env, size, seed, tag, flags, names=p["variants"]):
         for v in (names[(i + seed - 1) % len(names)] for i in range(len(names))):
             more = " ".join(map(str, [*flags, *by_name[v].flags]))
-            runs.append(Run(f"{exp}/{v}__{env}__{size}{tag}__seed{seed}", by_name[v].script, env, HIDDEN[size], seed, exp,
-                            size, p["iterations"] if exp != "learn" else 100, more, v))
+            runs.append(
+                Run(
+                    f"{exp}/{v}__{env}__{size}{tag}__seed{seed}",
+                    by_name[v].script,
+                    env,
+                    HIDDEN[size],
+                    seed,
+                    exp,
+                    size,
+                    p["iterations"] if exp != "learn" else 100,
+                    more,
+                    v,
+                )
+            )
 
     for seed in range(1, p["repeats"] + 1):
         if "overall" in p["experiments"]:
-            for env, size, num_envs, utd, steps, repeats in SAC_CELLS:
+            for env, size, num_envs, utd, steps, repeats, stacked in SAC_CELLS:
                 if env not in p["envs"] or size not in p["sizes"] or seed > (repeats or p["repeats"]):
                     continue
                 random_steps = -(-SAC_LEARNING_STARTS // num_envs) * num_envs  # as the scripts round it
                 flags = ["--num-envs", num_envs, "--updates-per-step", utd, "--steps-per-iteration", steps]
                 flags += ["--learning-starts", SAC_LEARNING_STARTS]
                 flags += ["--total-timesteps", random_steps + num_envs * steps * p["iterations"]]
-                block("overall", env, size, seed, f"__n{num_envs:04d}__u{utd}", flags)
+                names = [*p["variants"], *beside, *(v.name for v in stacks if v.name.split("+", 1)[1] in stacked)]
+                block("overall", env, size, seed, f"__n{num_envs:04d}__u{utd}", flags, names)
         if "learn" in p["experiments"]:
             for env in p["learn_envs"]:
                 block("learn", env, "s", seed, "", SAC_LEARN_FLAGS)

@@ -206,7 +206,9 @@ PRESETS = {
     # Not a sweep: bench/gpu_check.py runs every variant for 3 short iterations on CartPole-v1 with every check on
     # (device per framework, compilations after iteration 0, host syncs trapped) and prints one table; it fails if
     # any check does. A few minutes on 2 CPU cores, where it runs the CPU's checks.
-    "gpu-check": {"gpu_check": True},    # SAC (sac_*.py): each variant's steady iteration in interleaved blocks, on the off-policy cells (SAC_CELLS), CleanRL's
+    "gpu-check": {
+        "gpu_check": True
+    },  # SAC (sac_*.py): each variant's steady iteration in interleaved blocks, on the off-policy cells (SAC_CELLS), CleanRL's
     # settings but 1000 random steps before learning (5000 cost a torch run seconds and change no iteration's work).
     "sac": {
         "algorithm": "sac",
@@ -214,8 +216,21 @@ PRESETS = {
         "envs": ["Pendulum-v1", "MountainCarContinuous-v0"],
         "sizes": ["c", "s"],
         "repeats": 6,
-        "iterations": 9,
+        "iterations": 11,  # a steady time over 10, as the gpu preset's
         "timeout": 900,
+    },
+    # SAC's cells on one GPU: the sac preset's, torch.compile with CUDA graphs beside every variant in each block, 3
+    # blocks (a GPU held alone drifts less than this CPU).
+    "sac-gpu": {
+        "algorithm": "sac",
+        "for_gpu": True,
+        "experiments": ["overall"],
+        "envs": ["Pendulum-v1", "MountainCarContinuous-v0"],
+        "sizes": ["c", "s"],
+        "repeats": 3,
+        "iterations": 11,
+        "settings_in_overall": True,
+        "timeout": 600,
     },
     # Every SAC variant learns Pendulum-v1 (size s, 20000 steps, the first 1000 random), seeds 1-10: the IQM and
     # probability of improvement over Linen (plot.py), and the seconds to a return of -200.
@@ -228,14 +243,16 @@ PRESETS = {
     },
 }
 # The sac preset's cells, in the order they run within a block of seeds: (env, size, num_envs, updates_per_step,
-# steps_per_iteration, repeats or None for the preset's). The iteration is sized so that every cell's costs a few
-# tenths of a second to a few seconds here; the update-to-data ratio 8 does 8 gradient steps per env step.
+# steps_per_iteration, repeats or None for the preset's, stacks). The iteration is sized so that every cell's costs a
+# few tenths of a second to a few seconds here; the update-to-data ratio 8 does 8 gradient steps per env step. stacks:
+# the tags of the torch scripts' environment stacks that run in the cell's blocks too (torchenv: torch_envs.py's
+# Pendulum-v1; gymnasium, Gymnasium's, runs where --variants names it).
 SAC_CELLS = [
-    ("Pendulum-v1", "c", 1, 1, 250, None),
-    ("Pendulum-v1", "s", 1, 1, 500, None),
-    ("Pendulum-v1", "s", 16, 1, 500, None),
-    ("Pendulum-v1", "s", 1, 8, 125, None),
-    ("MountainCarContinuous-v0", "c", 1, 1, 250, 3),
+    ("Pendulum-v1", "c", 1, 1, 250, None, ("torchenv",)),
+    ("Pendulum-v1", "s", 1, 1, 500, None, ()),
+    ("Pendulum-v1", "s", 16, 1, 500, None, ()),
+    ("Pendulum-v1", "s", 1, 8, 125, None, ()),
+    ("MountainCarContinuous-v0", "c", 1, 1, 250, 3, ()),
 ]
 SAC_LEARNING_STARTS = 1000  # random steps before learning, in every SAC preset's runs
 SAC_LEARN_FLAGS = ["--total-timesteps", 20000, "--learning-starts", SAC_LEARNING_STARTS]  # sac-learn, at size s

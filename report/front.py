@@ -24,6 +24,7 @@ import numpy as np
 
 from bench.outputs import check_out
 from bench.presets import STUDY_ENVS
+from report import offpolicy
 from report.records import DECLARED, VARIANTS, Unreadable, load_runs, machine, ordered, warm
 from report.tables import table
 from report.timing import REFERENCE, compare, memory
@@ -227,15 +228,36 @@ def markdown(result: dict, base: str = "../") -> str:
 
 
 # ---------------------------------------------------------------- the command
-# README.md holds a copy of answer.md between these two lines
+# README.md holds a copy of answer.md between these two lines, and of offpolicy.md between its two
 MARKERS = re.compile(r"(<!-- answer\.md[^\n]*-->\n\n)(.*?)(<!-- end of answer\.md -->)", re.S)
+SAC_MARKERS = re.compile(r"(<!-- offpolicy\.md[^\n]*-->\n\n)(.*?)(<!-- end of offpolicy\.md -->)", re.S)
+SAC_SOURCES = ("speed/sac-cpu", "learn/sac-pendulum")  # the sac preset's sweep, and the sac-learn preset's
 
 
-def with_copy(page: str, made: str) -> str:
-    """page with its copy of answer.md replaced by `made`."""
-    if not MARKERS.search(page):
-        raise FrontError("no <!-- answer.md ... --> and <!-- end of answer.md --> lines to put the table between")
-    return MARKERS.sub(lambda m: m.group(1) + made + "\n" + m.group(3), page, count=1)
+def with_copy(page: str, made: str, markers=MARKERS, name: str = "answer.md") -> str:
+    """page with its copy of answer.md (or of offpolicy.md, with its markers) replaced by `made`."""
+    if not markers.search(page):
+        raise FrontError(f"no <!-- {name} ... --> and <!-- end of {name} --> lines to put the table between")
+    return markers.sub(lambda m: m.group(1) + made + "\n" + m.group(3), page, count=1)
+
+
+def offpolicy_table(records: Path, page: Optional[str], base: str) -> Optional[str]:
+    """offpolicy.md, SAC's table (report.offpolicy) from SAC_SOURCES' records, with where it comes from; None where
+    none of the sources is there and the page has no place for it."""
+    found = [name for name in SAC_SOURCES if (records / name / "records").is_dir()]
+    if not found and not (page and SAC_MARKERS.search(page)):
+        return None
+    if len(found) < len(SAC_SOURCES):
+        missing = next(name for name in SAC_SOURCES if name not in found)
+        raise FrontError(f"no records directory {records / missing / 'records'} (the off-policy table's source)")
+    runs = []
+    for name in SAC_SOURCES:
+        made, failures = load_runs(records / name / "records")
+        if any(f.endswith(": does not parse") for f in failures):
+            raise FrontError(f"a record of {records / name / 'records'} does not parse")
+        runs += made
+    links = ", ".join(f"[{name}]({base}{name}/report/summary.md)" for name in SAC_SOURCES)
+    return offpolicy.markdown(offpolicy.summary(runs)) + f"From: {links} (each set's runs in `records/`).\n"
 
 
 def load(records: Path) -> dict:
@@ -294,17 +316,22 @@ def main(argv=None) -> int:
         sources, page = read(args.records, args.readme)
         result = answer_columns(sources)
         made = markdown(result, base(args.records, args.out))
+        sac = offpolicy_table(args.records, page, base(args.records, args.out))
         if page is not None:
             page = with_copy(page, markdown(result, base(args.records, args.readme.parent)))
-    except (FrontError, OSError) as e:
+            if sac is not None:
+                sac_page = offpolicy_table(args.records, page, base(args.records, args.readme.parent))
+                page = with_copy(page, sac_page, SAC_MARKERS, "offpolicy.md")
+    except (FrontError, OSError, Unreadable) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    publish(result, made, args.out, args.readme, page)
-    print(f"wrote {args.out / 'answer.md'} and answer.png" + (f", and its copy in {args.readme}" if args.readme else ""))
+    publish(result, made, args.out, args.readme, page, {"offpolicy.md": sac} if sac is not None else {})
+    made = f"{args.out / 'answer.md'}, answer.png" + (" and offpolicy.md" if sac is not None else "")
+    print(f"wrote {made}" + (f", and their copies in {args.readme}" if args.readme else ""))
     return 0
 
 
-def publish(result: dict, made: str, out: Path, readme: Optional[Path], page: Optional[str]) -> None:
+def publish(result: dict, made: str, out: Path, readme: Optional[Path], page: Optional[str], more=None) -> None:
     """answer.md and answer.png made in a temporary folder in `out`, and the page's new text beside it, then all moved
     in, only once all are made: a failure or a Ctrl-C on the way leaves the previous ones whole, and no folder it made."""
     from report.figures import front  # matplotlib only here: the statistics import without it
@@ -315,10 +342,13 @@ def publish(result: dict, made: str, out: Path, readme: Optional[Path], page: Op
     staged_page = readme.parent / f".tmp-{os.getpid()}-{readme.name}" if page is not None else None
     try:
         (stage / "answer.md").write_text(made)
+        more = more or {}
+        for name, text in more.items():  # offpolicy.md
+            (stage / name).write_text(text)
         front(result, stage)
         if staged_page is not None:
             staged_page.write_text(page)
-        for name in ("answer.md", "answer.png"):
+        for name in ("answer.md", "answer.png", *more):
             os.replace(stage / name, out / name)
         if staged_page is not None:
             os.replace(staged_page, readme)

@@ -222,3 +222,16 @@ def test_the_readme_shows_the_table_the_committed_records_make():
     assert (ROOT / "results" / "answer" / "answer.md").read_text() == front.markdown(result, "../"), rerun
     readme = (ROOT / "README.md").read_text()
     assert front.with_copy(readme, front.markdown(result, "results/")) == readme, rerun
+
+
+def test_the_readme_shows_the_off_policy_table_the_committed_sac_records_make():
+    """README.md's off-policy table is offpolicy.md as report.front makes it from the committed SAC sets (report.offpolicy),
+    and so is results/answer/offpolicy.md."""
+    rerun = "rerun: python -m report.front --readme README.md"
+    readme = (ROOT / "README.md").read_text()
+    made = front.offpolicy_table(ROOT / "results", readme, "results/")
+    assert made is not None and "jax_linen" in made
+    assert front.with_copy(readme, made, front.SAC_MARKERS, "offpolicy.md") == readme, rerun
+    assert (ROOT / "results" / "answer" / "offpolicy.md").read_text() == front.offpolicy_table(
+        ROOT / "results", None, "../"
+    ), rerun

@@ -1,0 +1,181 @@
+"""SAC's answer, from the records of the sac and sac-learn presets: each variant's steady iteration over jax_linen's in
+every cell (environment, size, number of envs, update-to-data ratio), computed as PPO's answer is (report.timing: a
+ratio per block of runs made back to back, the geometric mean over the blocks, its bootstrap interval); and on
+Pendulum-v1 the learning (report.learning: rliable's IQM and probability of improvement over jax_linen, the seconds to
+a return of -200), the compilation seconds and the peak memory of the learn runs, which compile from cold.
+
+    python plot.py benchmark_out/sac          # summary.md and summary.json of one SAC sweep (plot.py calls this)
+    python -m report.front --readme README.md # ... and README's off-policy table, from its sets in results/
+"""
+
+import numpy as np
+
+from report import learning
+from report.records import VARIANTS, group_by, ordered, warm
+from report.tables import table
+from report.timing import REFERENCE, compare, median_with_interval
+
+LEARN_ENV = "Pendulum-v1"
+TARGET = -200.0  # the return whose seconds the table gives (report.learning's second Pendulum-v1 threshold)
+
+
+def is_sac(run) -> bool:
+    return run.record.get("algorithm") == "sac"
+
+
+def cell_of(run) -> tuple:
+    """(env, size, num_envs, updates_per_step): what a ratio's blocks share beside their seed."""
+    return run.env, run.size, run.num_envs, int(run.record["args"]["updates_per_step"])
+
+
+def cell_name(cell: tuple, hidden) -> str:
+    env, size, num_envs, utd = cell
+    return f"{env}, {size} ({'x'.join(map(str, hidden))}), {num_envs} env{'s' * (num_envs > 1)}, UTD {utd}"
+
+
+def timing(runs) -> list:
+    """Per cell and variant: its steady iteration over jax_linen's (a compare() row), the median steady seconds and
+    the gradient steps a second they make."""
+    rows = []
+    cells = group_by([r for r in runs if r.experiment == "overall"], cell_of)
+    for cell in sorted(cells, key=lambda c: (c[0] != LEARN_ENV, c[0], c[1] != "c", c[2], c[3])):
+        pool = cells[cell]
+        for variant in ordered({r.variant for r in pool}, VARIANTS):
+            own = [r for r in pool if r.variant == variant]
+            steady = float(np.median([r.steady for r in own]))
+            args = own[0].record["args"]
+            row = compare(pool, REFERENCE, variant, "steady", cell[1], cell[0]) if variant != REFERENCE else None
+            rows.append(
+                {
+                    "cell": cell_name(cell, own[0].record["hidden"]),
+                    "env": cell[0],
+                    "size": cell[1],
+                    "num_envs": cell[2],
+                    "updates_per_step": cell[3],
+                    "variant": variant,
+                    "runs": len(own),
+                    "steady_seconds": steady,
+                    "grad_steps_per_second": args["steps_per_iteration"] * cell[3] / steady,
+                    **({k: row[k] for k in ("ratio", "ci_low", "ci_high", "n_blocks", "verdict")} if row else {}),
+                }
+            )
+    return rows
+
+
+def learned(runs) -> dict:
+    """The learn runs on Pendulum-v1: report.learning's section, with per variant the median compilation seconds
+    (iteration 0 less the steady iteration, of runs that compiled from cold) and the median peak resident memory."""
+    runs = [r for r in runs if r.experiment == "learn" and r.env == LEARN_ENV]
+    if not runs:
+        return {}
+    section = learning.learn(LEARN_ENV, runs)
+    extra = {}
+    for variant, group in group_by(runs, lambda r: r.variant).items():
+        cold = [r.record["iteration_durations"][0] - r.steady for r in group if not warm(r.record)]
+        memory = [r.record["peak_host_memory_mb"] for r in group if r.record.get("peak_host_memory_mb") is not None]
+        extra[variant] = {
+            "compile_seconds": median_with_interval(cold)[0] if cold else None,
+            "peak_host_mb": float(np.median(memory)) if memory else None,
+        }
+    kept = ("env", "seeds", "variants", "finals", "rows", "reach", "first", "steady")  # what summary.json holds
+    return {**{k: section[k] for k in kept}, "per_variant": extra}
+
+
+def summary(runs) -> dict:
+    runs = [r for r in runs if is_sac(r)]
+    return {"timing": timing(runs), "learning": learned(runs)}
+
+
+def ratio_text(row: dict) -> str:
+    if row["variant"] == REFERENCE:
+        return "1 (reference)"
+    if row.get("ci_low") is None:
+        return f"{row['ratio']:.2f} ({row['verdict']})"
+    verdict = "" if row["verdict"].startswith(("faster", "slower")) else f", {row['verdict']}"
+    return f"{row['ratio']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}]{verdict}"
+
+
+def timing_markdown(rows: list) -> list:
+    """One table: a row per variant, a column per cell."""
+    cells = list(dict.fromkeys(r["cell"] for r in rows))
+    variants = ordered({r["variant"] for r in rows}, VARIANTS)
+    by = {(r["cell"], r["variant"]): r for r in rows}
+    body = [[v, *(ratio_text(by[c, v]) if (c, v) in by else "not run" for c in cells)] for v in variants]
+    blocks = {c: max(r.get("n_blocks", r["runs"]) for r in rows if r["cell"] == c) for c in cells}
+    head = ["variant", *(f"{c} ({blocks[c]} blocks)" for c in cells)]
+    linen = {c: by[c, REFERENCE] for c in cells if (c, REFERENCE) in by}
+    seconds = ", ".join(
+        f"{c}: {r['steady_seconds']:.3f} s ({r['grad_steps_per_second']:.0f} gradient steps/s)" for c, r in linen.items()
+    )
+    return [table(head, body), "", f"jax_linen's steady iteration: {seconds}."]
+
+
+def learning_markdown(section: dict) -> list:
+    if not section:
+        return []
+    reach = {r["variant"]: r for r in section["reach"] if r["threshold"] == TARGET}
+    head = [
+        "variant",
+        "seeds",
+        "IQM final return [95% CI]",
+        "P(improvement) over jax_linen [95% CI]",
+        f"runs reaching {TARGET:g}",
+        f"seconds to {TARGET:g} (IQM)",
+        "compile s",
+        "peak memory MB",
+    ]
+    body = []
+    for row in section["rows"]:
+        v, per = row["variant"], section["per_variant"][row["variant"]]
+        p = row.get(f"prob_improvement_vs_{REFERENCE}")
+        improvement = (
+            "reference"
+            if v == REFERENCE
+            else (
+                f"{p:.2f} [{row[f'prob_improvement_vs_{REFERENCE}_ci_low']:.2f},"
+                f" {row[f'prob_improvement_vs_{REFERENCE}_ci_high']:.2f}]"
+                if p is not None
+                else row["verdict"]
+            )
+        )
+        r = reach.get(v, {})
+        body.append(
+            [
+                v,
+                row["n_seeds"],
+                f"{row['iqm']:.1f} [{row['iqm_ci_low']:.1f}, {row['iqm_ci_high']:.1f}]",
+                improvement,
+                f"{r.get('reached', 0)}/{r.get('runs', 0)}",
+                f"{r['seconds']:.1f} [{r['seconds_ci'][0]:.1f}, {r['seconds_ci'][1]:.1f}]"
+                if r.get("seconds") is not None
+                else "-",
+                f"{per['compile_seconds']:.1f}" if per["compile_seconds"] is not None else "-",
+                f"{per['peak_host_mb']:.0f}" if per["peak_host_mb"] is not None else "-",
+            ]
+        )
+    return [table(head, body)]
+
+
+def markdown(s: dict) -> str:
+    lines = []
+    if s["timing"]:
+        lines += timing_markdown(s["timing"])
+        lines += [
+            "",
+            "Each cell: the variant's steady iteration (the median of iterations 1-end) over jax_linen's in the"
+            " same block of runs, the geometric mean over the blocks and its 95% bootstrap interval; UTD: gradient"
+            " steps per step of the envs.",
+            "",
+        ]
+    if s["learning"]:
+        lines += learning_markdown(s["learning"])
+        lines += [
+            "",
+            f"Learning: {LEARN_ENV}, final return (the mean episode return of the last iteration), rliable's"
+            " IQM and probability of improvement with stratified-bootstrap intervals; seconds to a return of"
+            f" {TARGET:g}: from the start of train(), setup, random steps and compilation included, over the runs"
+            " that reach it; compile s: iteration 0 less the steady iteration (cold caches); memory: the"
+            " process's peak resident set.",
+            "",
+        ]
+    return "\n".join(lines)

@@ -1,0 +1,128 @@
+"""The SAC presets (bench/presets.py: sac, sac-learn): their plans, what a resumed SAC sweep counts done, and the
+off-policy report (report.offpolicy, plot.py) from records made as the scripts make theirs: their Args parsed from the
+plan's command line by the script's own dataclass and tyro (tests/fixtures/script_args.py), without running them."""
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from bench.plan import load as load_plan
+from bench.plan_args import Refused
+from bench.plan_runs import block_of
+from bench.presets import SAC_CELLS
+from bench.run_records import read_status
+from conftest import ROOT
+from fixtures.script_args import parsed_args
+from report import offpolicy
+from report.records import load_runs
+from test_resume import command
+
+SCRIPTS = {f"sac_{v}.py" for v in ("jax_linen", "jax_nnx", "jax_equinox", "torch", "torch_compile")}
+
+
+def plan(*flags):
+    return load_plan([*flags, "--out", "/nonexistent/out"])
+
+
+def iterations(args: dict) -> int:
+    """The iterations a SAC script runs for these args, as its train() counts them."""
+    random_steps = -(-args["learning_starts"] // args["num_envs"])
+    return (args["total_timesteps"] - random_steps * args["num_envs"]) // (args["num_envs"] * args["steps_per_iteration"])
+
+
+def record_of(run, steady: float = 1.0, final_return=None) -> dict:
+    """The ok record a SAC script writes when given the plan's command, complete enough for plot.py to read."""
+    args = parsed_args(ROOT / run.script, command(run))
+    n = iterations(args)
+    return {
+        "schema_version": 2,
+        "status": "ok",
+        "algorithm": "sac",
+        "variant": Path(run.script).stem.removeprefix("sac_"),
+        "env_id": args["env_id"],
+        "env_backend": args.get("env_backend", "gymnax"),
+        "hidden": [int(h) for h in args["hidden"].split(",")],
+        "seed": args["seed"],
+        "args": args,
+        "device": "cpu",
+        "cpu": {"model": "test CPU"},
+        "versions": {"python": "3.11"},
+        "sync_timing": False,
+        "env_steps": args["total_timesteps"],
+        "setup_duration": 1.0,
+        "iteration_durations": [5.0] + [steady] * (n - 1),
+        "total_duration": 5.0 + steady * (n - 1),
+        "compiles_after_first_iteration": 0,
+        "episodic_return": [final_return] * n,
+        "final_return": final_return,
+        "peak_host_memory_mb": 500.0,
+    }
+
+
+def test_the_sac_preset_runs_every_sac_script_in_whole_blocks_of_each_cell():
+    made = plan("--preset", "sac")
+    blocks = defaultdict(set)
+    for run in made.runs:
+        blocks[block_of(run)].add(run.variant)
+        args = parsed_args(ROOT / run.script, command(run))
+        assert iterations(args) == made.p["iterations"], run.name  # the total the plan gives makes whole iterations
+        assert f"__n{args['num_envs']:04d}__u{args['updates_per_step']}__" in run.name
+    assert {run.script for run in made.runs} == SCRIPTS
+    scripts = {v.name for v in made.variants if not v.setting_of}
+    cells = defaultdict(int)
+    for (_, rest), variants in blocks.items():
+        assert scripts <= variants, rest  # every script in every block: each ratio has its pair
+        cells[rest.rsplit("__seed", 1)[0]] += 1
+    for env, size, num_envs, utd, _, repeats, stacked in SAC_CELLS:
+        cell = f"{env}__{size}__n{num_envs:04d}__u{utd}"
+        assert cells[cell] == (repeats or made.p["repeats"]), cell
+        stacks = {v for (_, rest), vs in blocks.items() if rest.startswith(cell + "__") for v in vs} - scripts
+        assert stacks == {f"{script}+{tag}" for script in ("torch", "torch_compile") for tag in stacked}, cell
+
+
+def test_the_sac_presets_are_narrowed_by_the_options_and_refuse_what_they_cannot_run():
+    runs = plan("--preset", "sac", "--variants", "torch", "--sizes", "c").runs
+    assert runs and {r.script for r in runs} == {"sac_torch.py"} and {r.size for r in runs} == {"c"}
+    with pytest.raises(Refused, match="nothing to run"):
+        plan("--preset", "sac", "--envs", "CartPole-v1")
+    learn = plan("--preset", "sac-learn").runs
+    assert len(learn) == 10 * len(SCRIPTS) and {r.env for r in learn} == {"Pendulum-v1"}
+
+
+def test_a_resumed_sac_sweep_counts_a_record_done_only_if_made_as_planned(tmp_path):
+    run = plan("--preset", "sac").runs[0]
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(record_of(run)))
+    assert read_status(str(path), run) == ("ok", "")
+    other = plan("--preset", "sac", "--iterations", "3").runs[0]
+    status, why = read_status(str(path), other)
+    assert status == "stale" and "--total-timesteps" in why
+
+
+def test_the_off_policy_report_gives_each_cells_ratio_and_the_learning(tmp_path):
+    made = plan("--preset", "sac", "--envs", "Pendulum-v1", "--sizes", "s", "--repeats", "3")
+    for run in made.runs:  # torch twice Linen's time in every cell, the others equal to it
+        record = record_of(run, steady=2.0 if run.variant == "torch" else 1.0)
+        (tmp_path / f"{run.name}.json").parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f"{run.name}.json").write_text(json.dumps(record))
+    for run in plan("--preset", "sac-learn").runs:
+        record = record_of(run, final_return=-150.0 - run.seed - 100 * (run.variant == "torch"))
+        (tmp_path / f"{run.name}.json").parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f"{run.name}.json").write_text(json.dumps(record))
+    runs, failures = load_runs(tmp_path)
+    assert not failures
+    s = offpolicy.summary(runs)
+    rows = {(r["cell"], r["variant"]): r for r in s["timing"]}
+    cells = {r["cell"] for r in s["timing"]}
+    assert len(cells) == 3  # 1 env UTD 1, 16 envs, UTD 8: told apart though they share env, size and num_envs pairs
+    for cell in cells:
+        assert rows[cell, "torch"]["ratio"] == pytest.approx(2.0) and rows[cell, "torch"]["n_blocks"] == 3
+        assert rows[cell, "jax_nnx"]["ratio"] == pytest.approx(1.0)
+    learned = {r["variant"]: r for r in s["learning"]["rows"]}
+    assert learned["torch"]["iqm"] < learned["jax_linen"]["iqm"] - 90
+    assert learned["torch"]["verdict"] == "learns worse than the reference"
+    assert learned["jax_nnx"]["verdict"] == "learns like the reference"
+    text = offpolicy.markdown(s)
+    assert "Pendulum-v1, s (64x64), 16 envs, UTD 1" in text and "2.00" in text
