@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 from bench.outputs import check_out
-from report import learning_figures, offpolicy, timing_figures
+from report import learning_figures, offpolicy, offpolicy_figures, timing_figures
 from report.figures import FIGURES
 from report.markdown import render
 from report.records import Unreadable, group_by, load_runs, machine
@@ -94,7 +94,14 @@ def make_report(runs, failures, directory: Path, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     if any(offpolicy.is_sac(r) for r in runs):  # SAC's cells differ by more than PPO's report tells apart
         sac = offpolicy.summary(runs)
-        (out / "summary.md").write_text(f"# SAC: {machine(runs[0].record)}\n\n{offpolicy.markdown(sac)}")
+        offpolicy_figures.draw(sac, out)
+        versions = ", ".join(f"{k} {v}" for k, v in sorted(runs[0].record.get("versions", {}).items()))
+        head = f"# SAC: {machine(runs[0].record)}\n\n{len(runs)} runs ({versions}); skipped: {len(failures)}.\n\n"
+        figure = (
+            f"![each variant's time over Linen's, per cell]({offpolicy_figures.FIGURE})\n\n"
+            * (out / offpolicy_figures.FIGURE).exists()
+        )
+        (out / "summary.md").write_text(head + figure + offpolicy.markdown(sac))
         (out / "summary.json").write_text(json.dumps(sac, indent=1, default=float) + "\n")
         return
     summary = summarize(runs, failures, directory)

@@ -1,4 +1,4 @@
-"""SAC on gymnax with Flax NNX, one `nnx.jit` per iteration (in progress): modules own their parameters, updated in place.
+"""SAC on gymnax with Flax NNX, one `nnx.jit` per iteration: modules own their parameters, updated in place.
 
 Read it beside CleanRL's sac_continuous_action.py: the same Args and SAC details (two Q networks and their targets, a
 tanh-squashed Gaussian actor, automatic entropy tuning), but the replay buffer is preallocated arrays in the carried
@@ -382,7 +382,7 @@ def train(args: Args) -> dict:
 import contextlib
 
 VARIANT = harness.variant_of(__file__)
-# What the tools will know of this script, read from this line without running it (not yet in bench/variants.py).
+# What the tools will know of this script, read from this line without running it (bench/variants.py).
 TOOLING = {"framework": "jax", "compiles": "nnx.jit", "order": 2, "color": "tab:orange"}
 LIBRARIES = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy")  # the versions the record holds
 HOST_TO_DEVICE = "disallow"  # what the timed iterations may send to the device (jit folds in constants)

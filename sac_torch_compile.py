@@ -1,11 +1,10 @@
-"""SAC on gymnax with PyTorch and torch.compile: the torch_compile SAC variant of benchback (in progress).
+"""SAC on gymnax with PyTorch and torch.compile: the torch_compile SAC variant of benchback.
 
-Read it beside sac_torch.py: their diff is the compilation and little else. As in LeanRL's SAC, torch.compile wraps the
-policy step, the critic update and the actor (and alpha) update, two functions: the delayed one recompiles nothing, nor
-do the fixed shapes. The replay buffer is preallocated tensors on the torch device, indexed
+Read it beside sac_torch.py: their diff is the compilation. torch.compile wraps the policy step, the critic update and
+the actor (and alpha) update, as in LeanRL's SAC. The replay buffer is preallocated tensors on the torch device, indexed
 without reading anything back (rows drawn by torch.randint there, alpha a tensor). The environments stay in JAX, one
-jitted, vmapped gymnax step per step; its outputs cross by DLPack without a copy. The random steps before learning_starts
-are timed apart.
+jitted, vmapped gymnax step per step, its outputs crossing by DLPack without a copy (torch_envs.GymnaxEnvs). The random
+steps before learning_starts are timed apart.
 
     python sac_torch_compile.py --env-id Pendulum-v1 --total-timesteps 15000 --learning-starts 1000
 """
@@ -23,12 +22,12 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("GOMP_SPINCOUNT", "3000")
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import torch
 import torch.nn as nn
 
 import harness
+import torch_envs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -232,7 +231,7 @@ def update_critic(agent: Agent, optimizers: Optimizers, batch: Batch, noise, alp
     loss, info = q_loss(agent, batch, q_target(agent, batch, noise, alpha, args))
     loss.backward()
     optimizers.q.step()
-    agent.zero_grad()  # after the step, so that every call starts without gradients; dynamo skips optimizer.zero_grad()
+    agent.zero_grad()  # after the step: the next backward starts from none (dynamo skips optimizer.zero_grad())
     return info
 
 
@@ -242,7 +241,7 @@ def update_actor(agent: Agent, optimizers: Optimizers, obs, noise, alpha_noise, 
     loss = actor_loss(agent, obs, noise, alpha)
     loss.backward()
     optimizers.actor.step()
-    agent.zero_grad()  # the actor's gradients, and the Q networks' that its loss left
+    agent.zero_grad()
     info = dict(actor_loss=loss.detach(), alpha=alpha.clone(), alpha_loss=torch.zeros((), device=obs.device))
     if args.autotune:
         with torch.no_grad():
@@ -280,75 +279,14 @@ class Carry(NamedTuple):  # what one step hands the next: the envs' state, and t
     obs: torch.Tensor
 
 
-class GymnaxState(NamedTuple):  # JAX arrays, on the JAX device
-    env_state: object
-    episode: "harness.EpisodeStats"  # (harness.py) of each env's episode so far
-    ended: dict  # the episodes that ended since the last tally: their count, returns and lengths summed
-    key: jax.Array
-
-
-class GymnaxEnvs:
-    """num_envs of gymnax's environments, stepped from torch, as ppo_torch.py's: reset(seed) -> (state, obs),
-    step(state, action) -> (state, obs, reward, terminated, final_obs), a jitted JAX call whose outputs cross by DLPack without a copy; the
-    episodes that end are counted in JAX, and tally(state) hands them over (after the timer)."""
-
-    def __init__(self, env_id: str, num_envs: int, jax_device):
-        self.env, self.env_params = harness.make_env(env_id)
-        self.num_envs, self.jax_device = num_envs, jax_device
-        self.space = self.env.action_space(self.env_params)
-        self.jax_step = jax.jit(self.step_envs)
-        self.jax_tally = jax.jit(lambda state: (state._replace(ended=jax.tree.map(jnp.zeros_like, state.ended)), state.ended))
-        # Neither allocator knows the other's stream: a buffer handed over and freed could be reused while a kernel queued
-        # on the other stream still reads it. An iteration's are kept to the next one's end, past its iteration's sync.
-        self.handed_over, self.previous = [], []
-
-    def reset(self, seed: int):
-        key, _, reset_key = jax.random.split(jax.random.key(seed), 3)  # as the JAX script splits it: the same worlds
-        reset = jax.vmap(self.env.reset, in_axes=(0, None))  # one key per env; the same params
-        obs, env_state = reset(jax.random.split(reset_key, self.num_envs), self.env_params)
-        episode = harness.EpisodeStats(jnp.zeros(self.num_envs), jnp.zeros(self.num_envs, jnp.int32))
-        ended = dict(episodes=jnp.int32(0), return_sum=jnp.float32(0), length_sum=jnp.int32(0))
-        # strongly typed (harness.py), and committed to the device from the start: either change would retrace the step
-        state = GymnaxState(harness.strongly_typed(env_state), episode, ended, key)
-        state, obs = jax.device_put((state, obs), self.jax_device)
-        self.handed_over.append(obs)
-        return state, torch.from_dlpack(obs)
-
-    def step_envs(self, state: GymnaxState, action):
-        """Step every env once (gymnax resets finished ones), in JAX: the state after it, the observation, the rest."""
-        key, step_key = jax.random.split(state.key)
-        keys, step = jax.random.split(step_key, self.num_envs), jax.vmap(self.env.step, in_axes=(0, 0, 0, None))
-        action = harness.clipped(self.space, action)  # to the bounds, for the step
-        obs, env_state, reward, terminated, truncated, info = step(keys, state.env_state, action, self.env_params)
-        episode, finished = harness.count_episodes(state.episode, reward, jnp.logical_or(terminated, truncated))
-        counts = dict(
-            episodes=(finished.lengths > 0).sum(), return_sum=finished.returns.sum(), length_sum=finished.lengths.sum()
-        )
-        ended = jax.tree.map(jnp.add, state.ended, counts)
-        output = (reward, terminated.astype(jnp.float32), info["final_observation"])
-        return GymnaxState(env_state, episode, ended, key), obs, output
-
-    def step(self, state: GymnaxState, action: torch.Tensor):
-        # torch -> JAX, zero-copy; on GPU, jax.dlpack.from_dlpack makes JAX's stream wait for torch's current stream.
-        state, obs, output = self.jax_step(state, jax.dlpack.from_dlpack(action))
-        self.handed_over += [action, obs, *output]
-        # JAX -> torch, zero-copy. JAX's __dlpack__ blocks until the buffer is ready on CPU; on GPU it makes
-        # torch's current stream wait for it instead (no host sync).
-        return state, *map(torch.from_dlpack, (obs, *output))  # obs, reward, terminated (float), final_obs
-
-    def tally(self, state: GymnaxState):
-        """The episodes that ended since the last tally (JAX arrays), and the state counting from zero again."""
-        self.previous, self.handed_over = self.handed_over, []
-        return self.jax_tally(state)
-
-
 def train(args: Args) -> dict:
     """Set up; the random steps; then one loop over the iterations, CleanRL's per step: act, step, store, and
     updates_per_step times sample and update. Returns the record."""
     start = time.perf_counter()
     hidden, device, jax_device = check_args(args)  # (below) which also sets the matmul precision
     torch._inductor.config.cpp_wrapper = device.type == "cpu"  # compiled code called from C++, not Python: less overhead
-    envs = make_envs(args, device, jax_device)  # gymnax's (above), or on --env-backend torch_envs.py's (below)
+    # gymnax's, stepped in JAX and handed over by DLPack; or on --env-backend torch_envs.py's or Gymnasium's
+    envs = torch_envs.make_for_sac(args.env_backend, args.env_id, args.num_envs, device, args.seed, jax_device)
     low, high = (np.broadcast_to(np.asarray(x, np.float32), envs.space.shape) for x in (envs.space.low, envs.space.high))
     random_steps = -(-args.learning_starts // args.num_envs)  # steps of every env, before learning starts
     num_iterations = (args.total_timesteps - random_steps * args.num_envs) // (args.num_envs * args.steps_per_iteration)
@@ -425,7 +363,7 @@ import logging
 # OpenMP threads would busy-wait for milliseconds after each op, taking the cores JAX's env step needs; they spin ~30 us
 # (GOMP_SPINCOUNT, GNU OpenMP's, overriding PASSIVE): enough to bridge an update's ops, where PASSIVE wakes per op.
 VARIANT = harness.variant_of(__file__)
-# What the tools will know of this script, read without running it (not yet in bench/variants.py).
+# What the tools will know of this script, read without running it (bench/variants.py).
 TOOLING = {
     "framework": "torch",
     "compiles": "torch.compile",
@@ -438,16 +376,6 @@ TOOLING = {
     ],
 }
 LIBRARIES = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy", "torch")  # the versions the record holds
-
-
-def make_envs(args: Args, device: torch.device, jax_device):
-    """The environments on --env-backend, behind one interface: GymnaxEnvs, or torch_envs.py's (imported only when asked
-    for: with gymnax's environments, this file runs alone)."""
-    if args.env_backend == "gymnax":
-        return GymnaxEnvs(args.env_id, args.num_envs, jax_device)
-    import torch_envs
-
-    return torch_envs.make_for_sac(args.env_backend, args.env_id, args.num_envs, device, args.seed)
 
 
 # and a compilation per dynamo compilation, a frame (re)compiled, a lazy backward compiled or a CUDA graph recorded

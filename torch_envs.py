@@ -18,8 +18,12 @@ import math
 from types import SimpleNamespace
 from typing import NamedTuple
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import torch
+
+import harness
 
 ENVS = ("CartPole-v1", "Acrobot-v1", "Pendulum-v1")
 
@@ -472,10 +476,75 @@ class SACEnvs(PPOEnvs):
         return (state[0], self.no_episodes()), {k: v.item() for k, v in state[1].items()}
 
 
-def make_for_sac(backend: str, env_id: str, num_envs: int, device: torch.device | str, seed: int) -> SACEnvs:
-    """The SAC torch scripts' environments on --env-backend torch or gymnasium; their actions continuous, their bounds
-    the environment's (Pendulum-v1's torque: [-2, 2])."""
+def make_for_sac(backend: str, env_id: str, num_envs: int, device: torch.device | str, seed: int, jax_device=None):
+    """The SAC torch scripts' environments on --env-backend: gymnax's (GymnaxEnvs, on jax_device), torch_envs.py's or
+    Gymnasium's (SACEnvs, their actions continuous, their bounds Pendulum-v1's torque: [-2, 2])."""
+    if backend == "gymnax":
+        return GymnaxEnvs(env_id, num_envs, jax_device)
     envs = make(env_id, num_envs, device) if backend == "torch" else make_gymnasium(env_id, num_envs, device, seed)
     if not envs.continuous:
         raise ValueError(f"{env_id} has discrete actions; SAC needs continuous ones")
     return SACEnvs(envs, -Pendulum.max_torque, Pendulum.max_torque)
+
+
+# gymnax's environments stepped from torch (the SAC torch scripts' default), behind SACEnvs' interface.
+class GymnaxState(NamedTuple):  # JAX arrays, on the JAX device
+    env_state: object
+    episode: "harness.EpisodeStats"  # (harness.py) of each env's episode so far
+    ended: dict  # the episodes that ended since the last tally: their count, returns and lengths summed
+    key: jax.Array
+
+
+class GymnaxEnvs:
+    """num_envs of gymnax's environments, stepped from torch, as ppo_torch.py's: reset(seed) -> (state, obs),
+    step(state, action) -> (state, obs, reward, terminated, final_obs), a jitted JAX call whose outputs cross by DLPack without a copy; the
+    episodes that end are counted in JAX, and tally(state) hands them over (after the timer)."""
+
+    def __init__(self, env_id: str, num_envs: int, jax_device):
+        self.env, self.env_params = harness.make_env(env_id)
+        self.num_envs, self.jax_device = num_envs, jax_device
+        self.space = self.env.action_space(self.env_params)
+        self.jax_step = jax.jit(self.step_envs)
+        self.jax_tally = jax.jit(lambda state: (state._replace(ended=jax.tree.map(jnp.zeros_like, state.ended)), state.ended))
+        # Neither allocator knows the other's stream: a buffer handed over and freed could be reused while a kernel queued
+        # on the other stream still reads it. An iteration's are kept to the next one's end, past its iteration's sync.
+        self.handed_over, self.previous = [], []
+
+    def reset(self, seed: int):
+        key, _, reset_key = jax.random.split(jax.random.key(seed), 3)  # as the JAX script splits it: the same worlds
+        reset = jax.vmap(self.env.reset, in_axes=(0, None))  # one key per env; the same params
+        obs, env_state = reset(jax.random.split(reset_key, self.num_envs), self.env_params)
+        episode = harness.EpisodeStats(jnp.zeros(self.num_envs), jnp.zeros(self.num_envs, jnp.int32))
+        ended = dict(episodes=jnp.int32(0), return_sum=jnp.float32(0), length_sum=jnp.int32(0))
+        # strongly typed (harness.py), and committed to the device from the start: either change would retrace the step
+        state = GymnaxState(harness.strongly_typed(env_state), episode, ended, key)
+        state, obs = jax.device_put((state, obs), self.jax_device)
+        self.handed_over.append(obs)
+        return state, torch.from_dlpack(obs)
+
+    def step_envs(self, state: GymnaxState, action):
+        """Step every env once (gymnax resets finished ones), in JAX: the state after it, the observation, the rest."""
+        key, step_key = jax.random.split(state.key)
+        keys, step = jax.random.split(step_key, self.num_envs), jax.vmap(self.env.step, in_axes=(0, 0, 0, None))
+        action = harness.clipped(self.space, action)  # to the bounds, for the step
+        obs, env_state, reward, terminated, truncated, info = step(keys, state.env_state, action, self.env_params)
+        episode, finished = harness.count_episodes(state.episode, reward, jnp.logical_or(terminated, truncated))
+        counts = dict(
+            episodes=(finished.lengths > 0).sum(), return_sum=finished.returns.sum(), length_sum=finished.lengths.sum()
+        )
+        ended = jax.tree.map(jnp.add, state.ended, counts)
+        output = (reward, terminated.astype(jnp.float32), info["final_observation"])
+        return GymnaxState(env_state, episode, ended, key), obs, output
+
+    def step(self, state: GymnaxState, action: torch.Tensor):
+        # torch -> JAX, zero-copy; on GPU, jax.dlpack.from_dlpack makes JAX's stream wait for torch's current stream.
+        state, obs, output = self.jax_step(state, jax.dlpack.from_dlpack(action))
+        self.handed_over += [action, obs, *output]
+        # JAX -> torch, zero-copy. JAX's __dlpack__ blocks until the buffer is ready on CPU; on GPU it makes
+        # torch's current stream wait for it instead (no host sync).
+        return state, *map(torch.from_dlpack, (obs, *output))  # obs, reward, terminated (float), final_obs
+
+    def tally(self, state: GymnaxState):
+        """The episodes that ended since the last tally (JAX arrays), and the state counting from zero again."""
+        self.previous, self.handed_over = self.handed_over, []
+        return self.jax_tally(state)

@@ -257,7 +257,7 @@ def offpolicy_table(records: Path, page: Optional[str], base: str) -> Optional[s
             raise FrontError(f"a record of {records / name / 'records'} does not parse")
         runs += made
     links = ", ".join(f"[{name}]({base}{name}/report/summary.md)" for name in SAC_SOURCES)
-    return offpolicy.markdown(offpolicy.summary(runs)) + f"From: {links} (each set's runs in `records/`).\n"
+    return offpolicy.markdown(offpolicy.summary(runs)) + f"\nFrom: {links} (each set's runs in `records/`).\n"
 
 
 def load(records: Path) -> dict:

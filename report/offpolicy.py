@@ -91,7 +91,7 @@ def ratio_text(row: dict) -> str:
         return "1 (reference)"
     if row.get("ci_low") is None:
         return f"{row['ratio']:.2f} ({row['verdict']})"
-    verdict = "" if row["verdict"].startswith(("faster", "slower")) else f", {row['verdict']}"
+    verdict = f", {row['verdict']}" if row["verdict"] in ("no difference detected", "too few runs") else ""
     return f"{row['ratio']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}]{verdict}"
 
 
@@ -149,7 +149,7 @@ def learning_markdown(section: dict) -> list:
                 f"{r['seconds']:.1f} [{r['seconds_ci'][0]:.1f}, {r['seconds_ci'][1]:.1f}]"
                 if r.get("seconds") is not None
                 else "-",
-                f"{per['compile_seconds']:.1f}" if per["compile_seconds"] is not None else "-",
+                f"{max(per['compile_seconds'], 0):.1f}" if per["compile_seconds"] is not None else "-",
                 f"{per['peak_host_mb']:.0f}" if per["peak_host_mb"] is not None else "-",
             ]
         )
@@ -171,7 +171,7 @@ def markdown(s: dict) -> str:
         lines += learning_markdown(s["learning"])
         lines += [
             "",
-            f"Learning: {LEARN_ENV}, final return (the mean episode return of the last iteration), rliable's"
+            f"Learning: {LEARN_ENV}, final return (the mean return of the episodes of the last 10 iterations), rliable's"
             " IQM and probability of improvement with stratified-bootstrap intervals; seconds to a return of"
             f" {TARGET:g}: from the start of train(), setup, random steps and compilation included, over the runs"
             " that reach it; compile s: iteration 0 less the steady iteration (cold caches); memory: the"
