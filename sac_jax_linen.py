@@ -277,9 +277,8 @@ def env_step(carry: Carry, actor: Actor, env, env_params, random: bool):
     if random:
         action = jax.random.uniform(action_key, shape, minval=space.low, maxval=space.high)
     else:
-        action, _ = actor.apply(
-            carry.learner.actor.params, carry.obs, jax.random.normal(action_key, shape), method="get_action"
-        )
+        noise = jax.random.normal(action_key, shape)
+        action, _ = actor.apply(carry.learner.actor.params, carry.obs, noise, method="get_action")
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))  # one key, state and action per env; the same params
     keys = jax.random.split(env_key, shape[0])
     obs, env_state, reward, terminated, truncated, info = step(
@@ -337,7 +336,7 @@ def train(args: Args) -> dict:
 
     def random_phase(carry: Carry):
         """learning_starts steps of random actions, stored, without updates."""
-        return jax.lax.scan(lambda carry, _: env_step(carry, actor, env, env_params, random=True), carry, length=random_steps)
+        return jax.lax.scan(lambda carry, _: env_step(carry, None, env, env_params, random=True), carry, length=random_steps)
 
     def iteration(carry: Carry):
         def step(carry: Carry, _):

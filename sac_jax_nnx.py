@@ -284,7 +284,8 @@ def env_step(carry: Carry, actor: Actor, env, env_params, random: bool):
     if random:
         action = jax.random.uniform(action_key, shape, minval=space.low, maxval=space.high)
     else:
-        action, _ = actor.get_action(carry.obs, jax.random.normal(action_key, shape))
+        noise = jax.random.normal(action_key, shape)
+        action, _ = actor.get_action(carry.obs, noise)
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))  # one key, state and action per env; the same params
     keys = jax.random.split(env_key, shape[0])
     obs, env_state, reward, terminated, truncated, info = step(

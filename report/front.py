@@ -241,9 +241,10 @@ def with_copy(page: str, made: str, markers=MARKERS, name: str = "answer.md") ->
     return markers.sub(lambda m: m.group(1) + made + "\n" + m.group(3), page, count=1)
 
 
-def offpolicy_table(records: Path, page: Optional[str], base: str) -> Optional[str]:
-    """offpolicy.md, SAC's table (report.offpolicy) from SAC_SOURCES' records, with where it comes from; None where
-    none of the sources is there and the page has no place for it."""
+def offpolicy_table(records: Path, page: Optional[str], base: str, learning: bool = True) -> Optional[str]:
+    """offpolicy.md, SAC's tables (report.offpolicy) from SAC_SOURCES' records, with where they come from (without
+    `learning`, the timing table alone: README's copy); None where none of the sources is there and the page has no
+    place for it."""
     found = [name for name in SAC_SOURCES if (records / name / "records").is_dir()]
     if not found and not (page and SAC_MARKERS.search(page)):
         return None
@@ -257,7 +258,7 @@ def offpolicy_table(records: Path, page: Optional[str], base: str) -> Optional[s
             raise FrontError(f"a record of {records / name / 'records'} does not parse")
         runs += made
     links = ", ".join(f"[{name}]({base}{name}/report/summary.md)" for name in SAC_SOURCES)
-    return offpolicy.markdown(offpolicy.summary(runs)) + f"\nFrom: {links} (each set's runs in `records/`).\n"
+    return offpolicy.markdown(offpolicy.summary(runs), learning) + f"\nFrom: {links} (each set's runs in `records/`).\n"
 
 
 def load(records: Path) -> dict:
@@ -320,7 +321,7 @@ def main(argv=None) -> int:
         if page is not None:
             page = with_copy(page, markdown(result, base(args.records, args.readme.parent)))
             if sac is not None:
-                sac_page = offpolicy_table(args.records, page, base(args.records, args.readme.parent))
+                sac_page = offpolicy_table(args.records, page, base(args.records, args.readme.parent), learning=False)
                 page = with_copy(page, sac_page, SAC_MARKERS, "offpolicy.md")
     except (FrontError, OSError, Unreadable) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -156,7 +156,8 @@ def learning_markdown(section: dict) -> list:
     return [table(head, body)]
 
 
-def markdown(s: dict) -> str:
+def markdown(s: dict, learning: bool = True) -> str:
+    """summary.md's tables; without `learning`, the timing table alone (README's copy)."""
     lines = []
     if s["timing"]:
         lines += timing_markdown(s["timing"])
@@ -167,7 +168,7 @@ def markdown(s: dict) -> str:
             " steps per step of the envs.",
             "",
         ]
-    if s["learning"]:
+    if s["learning"] and learning:
         lines += learning_markdown(s["learning"])
         lines += [
             "",
