@@ -508,12 +508,27 @@ class Log:
         } | (extra or {})
 
 
-def random_steps_fields(args, random_steps: int, random_duration: float, num_iterations: int) -> dict:
+def random_steps_fields(args, random_steps: int, random_duration: float, num_iterations: int, ended=None) -> dict:
     """What an off-policy record adds (SAC's): the steps of every env taken at random before learning, timed apart
-    (random_duration, their compilation included), and env_steps, theirs and the iterations' together."""
+    (random_duration, their compilation included), env_steps, theirs and the iterations' together, and the episodes
+    that ended among the random steps: how many, their mean return (the return of random actions, which learning must
+    beat; None where none ended). ended: those episodes, an EpisodeStats per step (JAX's) or a tally's sums (torch's)."""
     learned = num_iterations * args.num_envs * args.steps_per_iteration
     random = random_steps * args.num_envs
-    return {"algorithm": "sac", "random_steps": random, "random_duration": random_duration, "env_steps": random + learned}
+    if ended is None:
+        episodes, return_sum = 0, 0.0
+    elif isinstance(ended, EpisodeStats):
+        episodes, return_sum = int((np.asarray(ended.lengths) > 0).sum()), float(np.asarray(ended.returns).sum())
+    else:
+        episodes, return_sum = int(ended["episodes"]), float(ended["return_sum"])
+    return {
+        "algorithm": "sac",
+        "random_steps": random,
+        "random_duration": random_duration,
+        "random_episodes": episodes,
+        "random_return": return_sum / episodes if episodes else None,
+        "env_steps": random + learned,
+    }
 
 
 # ---------------------------------------------------------------- JAX's study modes

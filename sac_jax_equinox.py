@@ -378,8 +378,9 @@ def train(args: Args) -> dict:
     # eqx.filter_jit traces the carry's arrays and holds the rest (the optimizers, the action bounds) static.
     warm_up, iterate = eqx.filter_jit(random_phase, donate="all"), eqx.filter_jit(iteration, donate="all")
     random_start = time.perf_counter()
+    random_ended = None  # the episodes that ended among the random steps
     if random_steps:
-        carry, _ = jax.block_until_ready(warm_up(carry))
+        carry, random_ended = jax.block_until_ready(warm_up(carry))
     random_duration = time.perf_counter() - random_start  # its compilation included
     log = harness.Log(args, VARIANT, {"jax": device}, LIBRARIES, num_iterations, start, args.steps_per_iteration, grad_steps)
     for i in range(num_iterations):
@@ -389,7 +390,7 @@ def train(args: Args) -> dict:
     params = eqx.filter(
         (carry.learner.actor.params, carry.learner.critic.params, carry.learner.log_alpha.params), eqx.is_array
     )
-    fields = harness.random_steps_fields(args, random_steps, random_duration, num_iterations)
+    fields = harness.random_steps_fields(args, random_steps, random_duration, num_iterations, random_ended)
     return log.record(params, rollout="scan", extra=fields)
 
 

@@ -358,8 +358,9 @@ def train(args: Args) -> dict:
     # Each phase one XLA program, traced and compiled on its first call; the carry's buffers are reused (donated).
     warm_up, iterate = jax.jit(random_phase, donate_argnums=0), jax.jit(iteration, donate_argnums=0)
     random_start = time.perf_counter()
+    random_ended = None  # the episodes that ended among the random steps
     if random_steps:
-        carry, _ = jax.block_until_ready(warm_up(carry))
+        carry, random_ended = jax.block_until_ready(warm_up(carry))
     random_duration = time.perf_counter() - random_start  # its compilation included
     log = harness.Log(args, VARIANT, {"jax": device}, LIBRARIES, num_iterations, start, args.steps_per_iteration, grad_steps)
     for i in range(num_iterations):
@@ -367,7 +368,7 @@ def train(args: Args) -> dict:
             carry, metrics = jax.block_until_ready(iterate(carry))  # JAX dispatches asynchronously: wait for the outputs
         log.iteration(jax.device_get(metrics))  # to the host, after the timer
     params = (carry.learner.actor.params, carry.learner.critic.params, carry.learner.log_alpha.params)
-    fields = harness.random_steps_fields(args, random_steps, random_duration, num_iterations)
+    fields = harness.random_steps_fields(args, random_steps, random_duration, num_iterations, random_ended)
     return log.record(params, rollout="scan", extra=fields)
 
 

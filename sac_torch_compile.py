@@ -333,7 +333,8 @@ def train(args: Args) -> dict:
         carry = env_step(carry, random=True)
     synchronize(device)
     random_duration = time.perf_counter() - random_start
-    carry = carry._replace(env_state=envs.tally(carry.env_state)[0])  # their episodes are not the iterations'
+    env_state, random_ended = envs.tally(carry.env_state)  # their episodes are not the iterations'
+    carry = carry._replace(env_state=env_state)
 
     devices = {"torch": device, "jax": jax_device}
     log = harness.Log(args, VARIANT, devices, LIBRARIES, num_iterations, start, args.steps_per_iteration, grad_steps)
@@ -350,7 +351,7 @@ def train(args: Args) -> dict:
         env_state, ended = envs.tally(carry.env_state)
         carry = carry._replace(env_state=env_state)
         log.iteration(harness.torch_fetched(info | actor_info) | jax.device_get(ended))  # to the host, after the timer
-    fields = harness.random_steps_fields(args, random_steps, random_duration, num_iterations)
+    fields = harness.random_steps_fields(args, random_steps, random_duration, num_iterations, random_ended)
     return log.record(agent.trained(), rollout="python", extra=fields)
 
 

@@ -126,8 +126,8 @@ def make_plan(p: dict, variants: list) -> list:
 def sac_plan(p: dict, variants: list) -> list:
     """The SAC presets' runs, as make_plan orders PPO's: the seed outermost, a block of every variant per cell and
     seed, the variants rotated by seed (and the torch script's stacks where a cell says so). overall: SAC_CELLS
-    narrowed by --envs and --sizes, named
-    VARIANT__ENV__SIZE__nNUM_ENVS__uUPDATES_PER_STEP__seedSEED; learn: SAC_LEARN_FLAGS on each learn env at size s."""
+    narrowed by --envs and --sizes, named VARIANT__ENV__SIZE__nNUM_ENVS__uUPDATES_PER_STEP__seedSEED; learn: the
+    preset's learn_flags (or SAC_LEARN_FLAGS) on each learn env at size s."""
     by_name, runs = {v.name: v for v in variants}, []
     stacks = [v for v in variants if v.stack and v.setting_of in p["variants"] and not v.gpu_only]
     # beside their scripts in every block, where the preset says so: the GPU-only settings made by flags (CUDA graphs)
@@ -165,7 +165,7 @@ def sac_plan(p: dict, variants: list) -> list:
                 block("overall", env, size, seed, f"__n{num_envs:04d}__u{utd}", flags, names)
         if "learn" in p["experiments"]:
             for env in p["learn_envs"]:
-                block("learn", env, "s", seed, "", SAC_LEARN_FLAGS)
+                block("learn", env, "s", seed, "", p["learn_flags"] or SAC_LEARN_FLAGS)
     return runs
 
 

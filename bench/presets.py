@@ -95,6 +95,7 @@ FULL = {
     "repeats_in": {},
     "groups": None,
     "part_minutes": None,
+    "learn_flags": None,  # a SAC preset's learn runs' flags (None: SAC_LEARN_FLAGS); PPO's run each script's defaults
     "algorithm": "ppo",  # the scripts it runs: ppo_*.py, or sac_*.py (bench/variants.py)
 }
 PRESETS = {
@@ -239,6 +240,18 @@ PRESETS = {
         "experiments": ["learn"],
         "learn_envs": ["Pendulum-v1"],
         "repeats": 10,
+        "timeout": 1800,
+    },
+    # Which of gymnax's other continuous environments SAC learns: jax_nnx (the fastest SAC variant at one env and UTD
+    # 1 here, its Pendulum-v1 learning indistinguishable from Linen's), size s, 50000 steps of which CleanRL's 5000
+    # random, seeds 1-5. A run learns what its final return has over the random steps' (plot.py).
+    "sac-envs": {
+        "algorithm": "sac",
+        "experiments": ["learn"],
+        "learn_envs": ["MountainCarContinuous-v0", "Reacher-misc", "Swimmer-misc", "PointRobot-misc"],
+        "variants": ["jax_nnx"],
+        "learn_flags": ["--total-timesteps", 50000, "--learning-starts", 5000],
+        "repeats": 5,
         "timeout": 1800,
     },
 }
