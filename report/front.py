@@ -231,7 +231,7 @@ def markdown(result: dict, base: str = "../") -> str:
 # README.md holds a copy of answer.md between these two lines, and of offpolicy.md between its two
 MARKERS = re.compile(r"(<!-- answer\.md[^\n]*-->\n\n)(.*?)(<!-- end of answer\.md -->)", re.S)
 SAC_MARKERS = re.compile(r"(<!-- offpolicy\.md[^\n]*-->\n\n)(.*?)(<!-- end of offpolicy\.md -->)", re.S)
-SAC_SOURCES = ("speed/sac-cpu", "learn/sac-pendulum")  # the sac preset's sweep, and the sac-learn preset's
+SAC_SOURCES = ("speed/sac-cpu", "learn/sac-pendulum", "learn/sac-envs")  # the sac, sac-learn and sac-envs presets' sets
 
 
 def with_copy(page: str, made: str, markers=MARKERS, name: str = "answer.md") -> str:

@@ -52,6 +52,7 @@ THRESHOLDS = {
     "BernoulliBandit-misc": (70.0, 75.0),
     "GaussianBandit-misc": (-10.0, 0.0),
     "Pendulum-v1": (-400.0, -200.0),
+    "MountainCarContinuous-v0": (90.0,),  # gymnasium's reward_threshold: the flag reached, little force spent
 }
 COLLAPSE_BELOW = {"CartPole-v1": COLLAPSED}
 

@@ -81,9 +81,50 @@ def learned(runs) -> dict:
     return {**{k: section[k] for k in kept}, "per_variant": extra}
 
 
+def environments(runs) -> list:
+    """Per learn environment and variant, whether SAC learns it: the IQM final return over the runs, and the IQM of
+    each run's final return less its random steps' (the mean return of the episodes that ended among them: random
+    actions'), each with its stratified-bootstrap interval. It is above random actions where the second interval lies
+    above 0."""
+    rows = []
+    learn = group_by([r for r in runs if r.experiment == "learn"], lambda r: (r.env, r.variant))
+    iqm = lambda s: np.array([learning.iqm_over_runs(s[:, 0])])
+    for env, variant in sorted(learn, key=lambda k: (k[0] != LEARN_ENV, k[0], VARIANTS.index(k[1]))):
+        group = [r for r in learn[env, variant] if r.record["final_return"] is not None]
+        if not group:
+            continue
+        paired = [r for r in group if r.record.get("random_return") is not None]
+        if not paired:  # records made before they held the random steps' return
+            continue
+        scores = {"final": np.array([[r.record["final_return"]] for r in group])}
+        scores["gain"] = np.array([[r.record["final_return"] - r.record["random_return"]] for r in paired])
+        point, ci = learning.interval_estimates(scores, iqm)
+        bar = learning.THRESHOLDS.get(env, (None,))[-1]  # the environment's bar for solved, where it has one
+        episodes = sum(r.record["random_episodes"] for r in paired)
+        row = {
+            "env": env,
+            "variant": variant,
+            "runs": len(group),
+            "random_episodes": episodes,
+            "random_return": sum(r.record["random_return"] * r.record["random_episodes"] for r in paired) / episodes
+            if episodes
+            else None,
+            "threshold": bar,
+            "runs_reaching": None
+            if bar is None
+            else sum(learning.time_to_threshold(r.record, bar)[0] is not None for r in group),
+        }
+        for key in scores:
+            low, high = (float(x) for x in np.ravel(ci[key]))
+            row |= {key: float(point[key][0]), f"{key}_ci_low": low, f"{key}_ci_high": high}
+        row["learns"] = row["gain_ci_low"] > 0
+        rows.append(row)
+    return rows
+
+
 def summary(runs) -> dict:
     runs = [r for r in runs if is_sac(r)]
-    return {"timing": timing(runs), "learning": learned(runs)}
+    return {"timing": timing(runs), "learning": learned(runs), "environments": environments(runs)}
 
 
 def ratio_text(row: dict) -> str:
@@ -156,6 +197,26 @@ def learning_markdown(section: dict) -> list:
     return [table(head, body)]
 
 
+def environments_markdown(rows: list) -> list:
+    head = ["environment", "variant", "runs", "IQM final return [95% CI]", "random actions' return (episodes)"]
+    head += ["final less random, IQM [95% CI]", "above random actions", "runs reaching the bar"]
+    interval = lambda r, key: f"{r[key]:.1f} [{r[f'{key}_ci_low']:.1f}, {r[f'{key}_ci_high']:.1f}]"
+    body = [
+        [
+            r["env"],
+            r["variant"],
+            r["runs"],
+            interval(r, "final"),
+            f"{r['random_return']:.1f} ({r['random_episodes']})",
+            interval(r, "gain"),
+            "yes" if r["learns"] else "no",
+            "-" if r["threshold"] is None else f"{r['runs_reaching']}/{r['runs']} (bar {r['threshold']:g})",
+        ]
+        for r in rows
+    ]
+    return [table(head, body)]
+
+
 def markdown(s: dict, learning: bool = True) -> str:
     """summary.md's tables; without `learning`, the timing table alone (README's copy)."""
     lines = []
@@ -177,6 +238,17 @@ def markdown(s: dict, learning: bool = True) -> str:
             f" {TARGET:g}: from the start of train(), setup, random steps and compilation included, over the runs"
             " that reach it; compile s: iteration 0 less the steady iteration (cold caches); memory: the"
             " process's peak resident set.",
+            "",
+        ]
+    if s.get("environments") and learning:
+        lines += environments_markdown(s["environments"])
+        lines += [
+            "",
+            "Does SAC learn the environment? Final return as above, rliable's IQM over the runs and its"
+            " stratified-bootstrap interval; random actions' return: the mean return of the episodes that ended in"
+            " the runs' random steps before learning (uniform actions in the bounds); final less random: each run's"
+            " final return less its random steps' return; above random actions: that interval lies above 0; the bar: the highest of report.learning's thresholds for the environment"
+            " (MountainCarContinuous-v0's is Gymnasium's reward_threshold), reached by an iteration's mean return.",
             "",
         ]
     return "\n".join(lines)

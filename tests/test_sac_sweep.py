@@ -126,3 +126,32 @@ def test_the_off_policy_report_gives_each_cells_ratio_and_the_learning(tmp_path)
     assert learned["jax_nnx"]["verdict"] == "learns like the reference"
     text = offpolicy.markdown(s)
     assert "Pendulum-v1, s (64x64), 16 envs, UTD 1" in text and "2.00" in text
+
+
+def test_which_environments_sac_learns_is_told_from_each_runs_gain_over_its_random_steps(tmp_path):
+    made = plan("--preset", "sac-envs")
+    assert {r.variant for r in made.runs} == {"jax_nnx"} and len(made.runs) == 5 * 4
+    for run in made.runs:
+        args = parsed_args(ROOT / run.script, command(run))
+        assert (args["total_timesteps"], args["learning_starts"]) == (50000, 5000)
+        # Reacher-misc learns; PointRobot-misc's final returns straddle its random ones; MountainCarContinuous-v0
+        # beats its random steps but stays under its bar; Swimmer-misc's ends below them
+        random = {"Reacher-misc": 10.0, "PointRobot-misc": 0.2, "MountainCarContinuous-v0": -30.0}.get(run.env, 80.0)
+        final = {"Reacher-misc": 50.0 + run.seed, "PointRobot-misc": 0.2 + 0.01 * (-1) ** run.seed}.get(run.env)
+        final = final if final is not None else {"MountainCarContinuous-v0": -1.0}.get(run.env, 40.0)
+        record = record_of(run, final_return=final) | {"random_episodes": 10, "random_return": random}
+        (tmp_path / f"{run.name}.json").parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f"{run.name}.json").write_text(json.dumps(record))
+    runs, failures = load_runs(tmp_path)
+    rows = {r["env"]: r for r in offpolicy.summary(runs)["environments"]}
+    assert not failures and set(rows) == {"Reacher-misc", "PointRobot-misc", "MountainCarContinuous-v0", "Swimmer-misc"}
+    assert rows["Reacher-misc"]["learns"] and rows["Reacher-misc"]["gain"] == pytest.approx(43.0)
+    assert rows["Reacher-misc"]["gain_ci_low"] <= 43.0 <= rows["Reacher-misc"]["gain_ci_high"]
+    assert not rows["PointRobot-misc"]["learns"] and not rows["Swimmer-misc"]["learns"]
+    assert rows["MountainCarContinuous-v0"]["learns"] and rows["MountainCarContinuous-v0"]["runs_reaching"] == 0
+    assert rows["Reacher-misc"]["threshold"] is None and rows["Reacher-misc"]["random_episodes"] == 50
+    text = offpolicy.markdown(offpolicy.summary(runs))
+    assert (
+        "| MountainCarContinuous-v0 | jax_nnx | 5 | -1.0 [-1.0, -1.0] | -30.0 (50) | 29.0 [29.0, 29.0] | yes | 0/5 (bar 90) |"
+        in text
+    )
