@@ -33,10 +33,10 @@ die() { echo "benchmark.sh: $*" >&2; exit 2; }
 # ---------------------------------------------------------------- the plan
 # load_plan ARGS...: bench/plan.py checks ARGS (else it says why in one line, and this exits 2) and prints what they
 # choose as assignments: the options (OUT absolute, JOBS, DEVICES, ...), the preset's TIMEOUT, NUM_ENVS and NUM_STEPS,
-# VARIANTS and the MODULES they import, USER_ENVS (--envs, to check), COST_ENVS (env_cost.py's), HANDOVER_ENVS
-# (bench/host_cost.py's), and RUNS, one tab-separated
-# line per run in the order they run (see run); for a sweep, TODO (the indices of the runs not done), INTRO (its
-# first lines: the runs and their estimated duration) and, with --list or --dry-run, the LISTING.
+# VARIANTS and the MODULES they import, CHECK_ROWS (gpu-check's), USER_ENVS (--envs, to check), COST_ENVS
+# (env_cost.py's), HANDOVER_ENVS (bench/host_cost.py's), and RUNS, one tab-separated line per run in the order they run
+# (see run); for a sweep, TODO (the indices of the runs not done), INTRO (its first lines: the runs and their estimated
+# duration) and, with --list or --dry-run, the LISTING.
 load_plan() {
   local plan
   "$PYTHON" -c '' 2>/dev/null || die "cannot run PYTHON=$PYTHON (set PYTHON to the project's interpreter)"
@@ -388,7 +388,7 @@ main() {
   load_plan "$@"
   ((LIST || SLURM)) || { check_python; check_envs; }  # listing or submitting runs nothing here
   ((LIST || DRY_RUN || GPU_CHECK)) || check_out
-  if ((GPU_CHECK)); then "$PYTHON" "$ROOT/bench/gpu_check.py" --variants "$(IFS=,; echo "${VARIANTS[*]}")"; return; fi
+  if ((GPU_CHECK)); then "$PYTHON" "$ROOT/bench/gpu_check.py" --variants "$(IFS=,; echo "${CHECK_ROWS[*]}")"; return; fi
   if ((LIST)); then printf '%s' "$LISTING"; return 0; fi
   if ((SLURM)); then "$PYTHON" "$ROOT/bench/slurm.py" "$ROOT/benchmark.sh" "$PYTHON" "$@"; return; fi
   ((DRY_RUN)) || check_same_machine

@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 from bench.outputs import check_out
-from report import learning_figures, offpolicy, offpolicy_figures, timing_figures
+from report import learning, learning_figures, offpolicy, offpolicy_figures, timing_figures
 from report.figures import FIGURES
 from report.markdown import render
 from report.records import Unreadable, group_by, load_runs, machine
@@ -64,8 +64,19 @@ def main(argv=None) -> int:
             out / f"machine-{re.sub(r'[^A-Za-z0-9.]+', '-', name).strip('-')}": machine_runs
             for name, machine_runs in sorted(by_machine.items())
         }
-    publish(reports, failures, directory, out)
+    publish(by_algorithm(reports), failures, directory, out)
     return 0
+
+
+def by_algorithm(reports: dict) -> dict:
+    """Each report's runs of PPO and of SAC apart: where a set holds both (the gpu preset's), SAC's report goes to a
+    folder of its own, sac/, beside PPO's."""
+    split = {}
+    for target, runs in reports.items():
+        sac = [r for r in runs if offpolicy.is_sac(r)]
+        ppo = [r for r in runs if not offpolicy.is_sac(r)]
+        split |= {target / "sac": sac, target: ppo} if sac and ppo else {target: runs}
+    return split
 
 
 def publish(reports: dict, failures, directory: Path, out: Path) -> None:
@@ -83,7 +94,8 @@ def publish(reports: dict, failures, directory: Path, out: Path) -> None:
                 if (path.name in FIGURES or path.name.startswith("learn_")) and not (made / path.name).exists():
                     path.unlink()
             for path in sorted(made.iterdir()):
-                os.replace(path, target / path.name)
+                if path.is_file():  # a folder in it is another report's (sac/), moved as its own
+                    os.replace(path, target / path.name)
             print(f"wrote {target / 'summary.md'}, summary.json and {len(list(target.glob('*.png')))} figures")
     finally:
         shutil.rmtree(stage, ignore_errors=True)
@@ -95,11 +107,18 @@ def make_report(runs, failures, directory: Path, out: Path) -> None:
     if any(offpolicy.is_sac(r) for r in runs):  # SAC's cells differ by more than PPO's report tells apart
         sac = offpolicy.summary(runs)
         offpolicy_figures.draw(sac, out)
+        for env, config in offpolicy.learn_configs(runs).items():  # the return curves and final returns of each learn env
+            learning_figures.learn(
+                learning.learn(env, [r for r in runs if r.experiment == "learn" and r.env == env]), out, config
+            )
         versions = ", ".join(f"{k} {v}" for k, v in sorted(runs[0].record.get("versions", {}).items()))
         head = f"# SAC: {machine(runs[0].record)}\n\n{len(runs)} runs ({versions}); skipped: {len(failures)}.\n\n"
         figure = (
             f"![each variant's time over Linen's, per cell]({offpolicy_figures.FIGURE})\n\n"
             * (out / offpolicy_figures.FIGURE).exists()
+        )
+        figure += "".join(
+            f"![the return curves of the learn runs]({path.name})\n\n" for path in sorted(out.glob("learn_*.png"))
         )
         (out / "summary.md").write_text(head + figure + offpolicy.markdown(sac))
         (out / "summary.json").write_text(json.dumps(sac, indent=1, default=float) + "\n")

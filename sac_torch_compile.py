@@ -309,6 +309,7 @@ def train(args: Args) -> dict:
     low_t, high_t = torch.tensor(low, device=device), torch.tensor(high, device=device)
     # torch.compile, as in LeanRL: whole functions (loss.backward() breaks each in two graphs), fixed shapes; with
     # --cuda-graphs, replayed (below) with their outputs cloned. The noise is drawn eagerly: sac_torch.py's draws.
+    torch._dynamo.mark_static_address(alpha)  # written in place: CUDA graphs write to static inputs only (cudagraph_utils)
     mode = compile_mode(args)  # (below)
     compiled = lambda fn: cuda_graphed(args, torch.compile(fn, mode=mode, dynamic=False))
     act = compiled(agent.actor.get_action)

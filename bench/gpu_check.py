@@ -1,12 +1,14 @@
 """The first command for a GPU owner: a preflight, then every variant for a few iterations with every check on.
 
-    bash benchmark.sh --preset gpu-check      # or: python bench/gpu_check.py [--variants jax_linen,torch]
+    bash benchmark.sh --preset gpu-check      # or: python bench/gpu_check.py [--variants jax_linen,torch,sac:torch]
 
 The preflight (bench/gpu_preflight.py) checks the NVIDIA driver against the CUDA builds of torch and jax, the C compiler
 Triton needs, and that each framework really sees the GPU. Then each row runs in a process of its own, with the
 environment a sweep gives a run (TORCH_COMPILE_FORCE_DISABLE_CACHES=1, fresh torch.compile and Triton cache directories,
-JAX's memory settings as the script makes them): a variant's train() (CartPole-v1, size s, 3 short iterations, --cuda),
-checked for
+JAX's memory settings as the script makes them): a variant's train() with --cuda, a PPO script's (ppo_*.py, its rows
+named as its variant: jax_linen) on CartPole-v1, size s, 3 short iterations (SHORT), a SAC script's (sac_*.py, its rows
+named sac:VARIANT: sac:jax_linen) on Pendulum-v1, hidden 64,64, 3 iterations of 2 steps after 194 random ones
+(SHORT_SAC), checked for
 - devices: on the GPU in every framework it uses when a GPU is present, else on the CPU;
 - compiles after 0: nothing compiles after iteration 0;
 - host syncs: no host read in a timed iteration (jax's transfer guard, the traps of bench/sync_traps.py, and on a GPU
@@ -14,12 +16,16 @@ checked for
 - sleep detector (GPU only): the waits those cannot see, found by timing (SleepDetector says how);
 - race (GPU only): the same returns when a second process runs with CUDA_LAUNCH_BLOCKING=1, under which every kernel
   launch waits for the one before (CUDA's environment variable, JAX's launches included): no result may depend on the
-  order of two streams, such as a DLPack hand-over's.
-Rows more: each setting only a GPU runs (torch_compile+graphs, with --cuda-graphs: the same returns as without, to float
-rounding), and jax_linen on Asterix-MinAtar, whose step has a data-dependent lax.while_loop: XLA's GPU runtime (its
-WhileThunk) copies the condition of a loop without a known trip count to the host and waits for it, every trip. Does a
-check see it? That row's sleep detector reports "seen" or "not seen" and fails nothing: the cost is XLA's, paid by every
-framework's env step alike. Exit code 1 if any check fails (preflight included), 2 on bad input.
+  order of two streams, such as a DLPack hand-over's. A SAC row's returns are mostly its random steps' (the one
+  episode that ends does so in the last iteration): its learner's metrics, each iteration's as the script logs them
+  (losses, Q values, alpha), must agree too, and an episode must have ended.
+Rows more: each setting only a GPU runs (torch_compile+graphs and sac:torch_compile+graphs, with --cuda-graphs: the same
+returns, and for SAC the same metrics, as without, to float rounding, and no graph that torch.compile ran without CUDA
+graphs: inductor's cudagraph_skips), and jax_linen on Asterix-MinAtar, whose step has a data-dependent lax.while_loop:
+XLA's GPU runtime (its WhileThunk) copies the condition of a loop without a known trip count to the host and waits for
+it, every trip. Does a check see it? That row's sleep detector reports "seen" or "not
+seen" and fails nothing: the cost is XLA's, paid by every framework's env step alike (PPO's only: the MinAtar games have
+discrete actions, SAC needs continuous ones). Exit code 1 if any check fails (preflight included), 2 on bad input.
 """
 
 import argparse
@@ -48,7 +54,9 @@ from bench.sync_traps import HostSync, trapped_host_reads
 from bench.variants import discover, scripts
 
 DISCOVERED = discover()  # the ppo_*.py scripts and their settings (bench/variants.py)
-VARIANTS = {v.name: v for v in scripts(DISCOVERED)}
+SAC = "sac:"  # what a SAC row's name starts with: bench/variants.py names sac_jax_linen.py jax_linen, as ppo_jax_linen.py
+SAC_DISCOVERED = discover(algorithm="sac")  # the sac_*.py scripts and their settings
+VARIANTS = {v.name: v for v in scripts(DISCOVERED)} | {SAC + v.name: v for v in scripts(SAC_DISCOVERED)}
 # Short but whole iterations: rollout, GAE, minibatch updates. Small: while the sleep detector holds the device back, an
 # iteration's work must fit the device's queues (SleepDetector). ppo_torch.py's queues 9 JAX programs and at most 703
 # kernels: the aten ops of one of its timed iterations, counted on the CPU (views among them, which launch none).
@@ -60,6 +68,24 @@ SHORT = dict(
     num_minibatches=2,
     update_epochs=1,
     total_timesteps=3 * 32 * 8,
+    tensorboard=False,
+    quiet=True,
+)
+# SAC's: 194 random steps of 4 envs, then 3 iterations of 2 steps, each with a gradient step (the actor's every other
+# one: policy_frequency 2, so every iteration updates alike, and iteration 0 calls each compiled function twice: with
+# CUDA graphs, a warm-up and the recording). Pendulum-v1's episodes all last 200 steps: the first ends in the last
+# iteration, so that there are returns to compare. For the queues, 2 steps: a timed iteration of sac_torch.py queues 2 JAX programs
+# and at most 612 kernels (its aten ops but views, counted on the CPU). The buffer, 390 rows, wraps around.
+SAC_RANDOM_STEPS = 194
+SHORT_SAC = dict(
+    env_id="Pendulum-v1",
+    hidden="64,64",
+    num_envs=4,
+    steps_per_iteration=2,
+    learning_starts=4 * SAC_RANDOM_STEPS,
+    batch_size=32,
+    buffer_size=390,
+    total_timesteps=4 * SAC_RANDOM_STEPS + 3 * 4 * 2,
     tensorboard=False,
     quiet=True,
 )
@@ -88,15 +114,24 @@ def switches(flags: tuple) -> dict:
 # the host.
 WHILE_LOOP = "the host waits on each trip of the env step's lax.while_loop (XLA's WhileThunk), in every framework"
 IN_COMMAND_BUFFERS = "whether XLA's command buffers for while loops take that wait off the host (not seen: they do)"
-# Rows beyond one per variant, each run with its variant: the settings only a GPU runs (bench/variants.py: torch.compile
-# with CUDA graphs, XLA's command buffers for loops), which must repeat their script's returns, and the environments
-# whose step waits for the host, with Linen's default and with its setting made by the environment.
-EXTRAS = (
-    [
-        Row(v.name, v.setting_of, switches(v.flags), True, v.setting_of, environment=v.environment)
-        for v in DISCOVERED
+
+
+def setting_rows(discovered: list, prefix: str = "") -> list:
+    """A row for each setting only a GPU runs, with its variant (prefix: SAC's rows'), whose returns it must repeat."""
+    return [
+        Row(prefix + v.name, prefix + v.setting_of, switches(v.flags), True, prefix + v.setting_of, environment=v.environment)
+        for v in discovered
         if v.gpu_only
     ]
+
+
+# Rows beyond one per variant, each run with its variant: the settings only a GPU runs (bench/variants.py: torch.compile
+# with CUDA graphs, in PPO's scripts and SAC's, XLA's command buffers for loops), which must repeat their script's
+# returns, and the environments whose step waits for the host, with Linen's default and with its setting made by the
+# environment.
+EXTRAS = (
+    setting_rows(DISCOVERED)
+    + setting_rows(SAC_DISCOVERED, SAC)
     + [Row(f"jax_linen@{env}", "jax_linen", {"env_id": env}, observes=WHILE_LOOP) for env in HOST_WAITS_ON_GPU]
     + [
         Row(f"{v.name}@{env}", "jax_linen", {"env_id": env}, True, observes=IN_COMMAND_BUFFERS, environment=v.environment)
@@ -105,6 +140,10 @@ EXTRAS = (
         for env in HOST_WAITS_ON_GPU
     ]
 )
+
+
+def is_sac(row: Row) -> bool:
+    return row.variant.startswith(SAC)
 
 
 def rows_for(variants: list) -> list:
@@ -121,10 +160,12 @@ def run_one(row: Row, gpu: bool, plain: bool) -> dict:
     is_torch = spec.framework == "torch"
     out, detector = {"error": None, "trapped": []}, {"verdict": SKIPPED}
     try:
-        module = load(spec.script, f"benchback_{row.variant}")
+        module = load(spec.script, f"benchback_{row.variant.replace(':', '_')}")
         debug = {"sync_debug": True} if is_torch and not plain else {}  # CUDA's own trap, on a GPU
-        args = module.Args(**{**SHORT, **row.fields, "cuda": True, **debug})
+        args = module.Args(**{**(SHORT_SAC if is_sac(row) else SHORT), **row.fields, "cuda": True, **debug})
         with contextlib.ExitStack() as checks:
+            if is_sac(row):  # in both runs: what returns_differ compares
+                out["metrics"] = checks.enter_context(logged_metrics(module))
             if not plain:
                 # Trapping torch's scalar reads would make dynamo trace around them: compiled variants go without it.
                 scalar_reads = is_torch and not spec.compiles
@@ -140,20 +181,55 @@ def run_one(row: Row, gpu: bool, plain: bool) -> dict:
         out["error"] = f"FAIL: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         return out
     out.update({k: record[k] for k in ("devices", "compiles_after_first_iteration", "episodic_return", "final_return")})
+    if getattr(args, "cuda_graphs", False):  # the graphs torch.compile ran without CUDA graphs, and said so only once in a log
+        from torch._dynamo.utils import counters  # counted where inductor skips one (torch/_inductor/cudagraph_utils.py)
+
+        out["cudagraph_skips"] = int(counters["inductor"]["cudagraph_skips"])
     return out
+
+
+@contextlib.contextmanager
+def logged_metrics(module):
+    """Yields the list of the metrics the script logs, an iteration's after its timer (on the host), each {name: a
+    float}: Log.iteration's, seen on their way."""
+    import numpy as np
+
+    log, logged = module.harness.Log, []
+    original = log.iteration
+
+    def iteration(self, metrics):
+        logged.append({name: float(np.mean(value)) for name, value in metrics.items()})
+        return original(self, metrics)
+
+    log.iteration = iteration
+    try:
+        yield logged
+    finally:
+        log.iteration = original
 
 
 # ---------------------------------------------------------------- the verdicts and the table
 def returns_differ(a: dict, b: dict) -> Optional[str]:
-    """None if two runs' returns (each iteration's mean episodic return, and the final one) agree to RTOL; else both."""
+    """None if two runs' returns (each iteration's mean episodic return, and the final one) agree to RTOL, and so do
+    their metrics, which SAC's rows log (logged_metrics) and PPO's do not: both runs or neither; else what differs."""
 
     def close(x, y):
         return x is None and y is None or None not in (x, y) and math.isclose(x, y, rel_tol=RTOL, abs_tol=1e-6)
 
     pairs = [*zip(a["episodic_return"], b["episodic_return"]), (a["final_return"], b["final_return"])]
-    if len(a["episodic_return"]) == len(b["episodic_return"]) and all(close(x, y) for x, y in pairs):
+    if len(a["episodic_return"]) != len(b["episodic_return"]) or not all(close(x, y) for x, y in pairs):
+        return f"{a['episodic_return']} (final {a['final_return']}) vs {b['episodic_return']} (final {b['final_return']})"
+    if ("metrics" in a) != ("metrics" in b):
+        return f"metrics logged by one run only ({'the first' if 'metrics' in a else 'the second'})"
+    if "metrics" not in a:
         return None
-    return f"{a['episodic_return']} (final {a['final_return']}) vs {b['episodic_return']} (final {b['final_return']})"
+    if len(a["metrics"]) != len(b["metrics"]):
+        return f"metrics of {len(a['metrics'])} iterations vs {len(b['metrics'])}"
+    for i, (x, y) in enumerate(zip(a["metrics"], b["metrics"])):
+        for name in sorted(x.keys() | y.keys()):
+            if not close(x.get(name), y.get(name)):
+                return f"iteration {i}'s {name}: {x.get(name)} vs {y.get(name)}"
+    return None
 
 
 def judge(row: Row, gpu: bool, run: dict, blocking: Optional[dict] = None, base: Optional[dict] = None) -> dict:
@@ -181,6 +257,9 @@ def judge(row: Row, gpu: bool, run: dict, blocking: Optional[dict] = None, base:
         f"host syncs in a timed iteration, the first: {run['trapped'][0]}" if run["trapped"] else None,
         "sleep detector" if cells["sleep detector"].startswith("FAIL") and not row.observes else None,
         "race" if cells["race"].startswith("FAIL") else None,
+        # SHORT_SAC ends an episode in the last iteration: else its returns, which the race check compares, would be none
+        "no episode ended in its iterations" if is_sac(row) and run["final_return"] is None else None,
+        f"{run['cudagraph_skips']} of its graphs ran without CUDA graphs" if run.get("cudagraph_skips") else None,
     ]
     if row.same_returns_as:
         differ = returns_differ(run, base) if base and not base["error"] else "no run to compare with"

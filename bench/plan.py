@@ -26,7 +26,7 @@ from bench.compiler_caches import warm_compiler_caches
 from bench.outputs import out_problem
 from bench.plan_args import Refused, and_list, check_jobs, devices_and_jobs, parse, settings, visible_gpus
 from bench.plan_parts import parts_of
-from bench.plan_runs import Run, block_of, make_plan, permits, seeds_of
+from bench.plan_runs import Run, block_of, make_plan, ordered_by_groups, permits, seeds_of
 from bench.presets import COLD, EXPERIMENTS, PRESETS, STACK_ENVS, TIMED
 from bench.run_records import other_machine, read_status, record_host, record_status, write_failure
 from bench.variants import ROOT, VariantError, discover, modules, scripts
@@ -45,9 +45,9 @@ def warm(p: dict, experiment: str) -> bool:
 
 
 def impossible(runs: list, by_name: dict) -> str:
-    """A planned run its script would refuse (what a setting's flags cannot do with the run's), named, or ''."""
+    """(by_name: {(script, variant): Variant}) A planned run its script would refuse (what a setting's flags cannot do with the run's), named, or ''."""
     for run in runs:
-        v = by_name[run.variant]
+        v = by_name[run.script, run.variant]
         if "--env-backend" in v.flags and run.env not in STACK_ENVS:  # torch_envs.py's and Gymnasium's environments
             return f"{run.variant} runs on {and_list(STACK_ENVS)} only, not --envs {run.env}"
         if "--rollout" in v.flags and "--num-seeds" in str(run.flags).split():
@@ -66,6 +66,20 @@ def why_empty(p: dict, variants: list) -> str:
             reasons.append(f"the stacks experiment runs {', '.join(stacked)} only (the scripts with stacks)")
     experiments = ",".join(p["experiments"])
     return "; ".join(reasons) or f"--experiments {experiments} takes none of these --variants, --envs and --sizes"
+
+
+def with_sac(a, p: dict) -> tuple:
+    """The SAC runs a PPO preset's plan holds beside its own: its sac_preset's, narrowed by the same options where
+    they apply (--variants, to the names the SAC scripts have too; --envs, --sizes, --repeats, --iterations); and the
+    SAC variants (bench/variants.discover(algorithm="sac")) they run."""
+    variants = discover(algorithm="sac")
+    names, stacks = [v.name for v in scripts(variants)], [v.name for v in variants if v.stack and not v.gpu_only]
+    chosen = [v for v in a.variants.split(",") if v in names + stacks] if a.variants else []
+    planned = [v for v in variants if PRESETS[p["sac_preset"]].get("for_gpu") or not v.gpu_only]
+    if a.variants and not chosen:  # none of the variants asked for is a SAC script's
+        return planned, []
+    q = settings(SimpleNamespace(**{**vars(a), "preset": p["sac_preset"], "variants": ",".join(chosen)}), names, stacks)
+    return planned, make_plan(q, planned)
 
 
 def load(argv: list) -> SimpleNamespace:
@@ -88,12 +102,18 @@ def load(argv: list) -> SimpleNamespace:
     left_out = gpu_only if sweep and gpu_only and not on_gpu else []
     planned = [v for v in variants if p["for_gpu"] or not v.gpu_only]
     every = [] if p["gpu_check"] else make_plan(p, planned)
+    sac_planned = []
+    if p["sac_preset"] and not p["gpu_check"]:  # SAC's cells as a group of this plan (the gpu preset's)
+        sac_planned, sac_runs = with_sac(a, p)
+        every += sac_runs
+        if p["groups"]:
+            every.sort(key=lambda run: ordered_by_groups(run, p))  # stable: each algorithm's runs keep their order
     part = parts_of(every, p)  # cut from the whole plan, the GPU-only settings included, wherever it is made
     runs = [run for run in every if run.variant not in left_out]
     part = [k for k, run in zip(part, every) if run.variant not in left_out]
     if not runs and not p["gpu_check"]:
         raise Refused(f"nothing to run: {why_empty(p, variants)}")
-    if problem := impossible(runs, {v.name: v for v in planned}):
+    if problem := impossible(runs, {(v.script, v.name): v for v in planned + sac_planned}):
         raise Refused(problem)
     if a.task:
         if not (a.task.isascii() and a.task.isdigit() and a.task[0] != "0" and int(a.task) <= len(runs)):
@@ -111,7 +131,9 @@ def load(argv: list) -> SimpleNamespace:
     if any(c.isspace() for c in out) and any(run.variant in compiled for run in runs):
         # Inductor builds its C++ in the run's caches under OUT and splits the compiler's command at spaces
         raise Refused(f"--out {out!r} has a space, which torch.compile's C++ build cannot take; name one without")
+    sac = {v.name for v in scripts(discover(algorithm="sac"))} if p["gpu_check"] else set()
     return SimpleNamespace(
+        check_rows=[*p["variants"], *(f"sac:{v}" for v in p["variants"] if v in sac)],
         args=a,
         p=p,
         variants=planned,
@@ -223,7 +245,10 @@ def plan_command(argv: list) -> int:
         "TIMEOUT": p["timeout"],
         "NUM_ENVS": p["iteration"]["num_envs"],
         "VARIANTS": p["variants"],
-        "MODULES": sorted({m for v in p["variants"] for m in modules(ROOT / script[v])}),
+        "CHECK_ROWS": plan.check_rows,  # gpu-check's: the variants, and the SAC scripts' of the same names (bench/gpu_check.py)
+        "MODULES": sorted(
+            {m for s in {script[v] for v in p["variants"]} | {run.script for run in runs} for m in modules(ROOT / s)}
+        ),
         "USER_ENVS": p["envs"] if a.envs else [],  # to check: the presets' own environments are known to be gymnax's
         "COST_ENVS": sorted(cost_envs),
         "HANDOVER_ENVS": sorted(handover_envs),

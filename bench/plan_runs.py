@@ -169,9 +169,17 @@ def sac_plan(p: dict, variants: list) -> list:
     return runs
 
 
+def algorithm_of(run: Run) -> str:
+    """The algorithm whose script a run runs: ppo (ppo_*.py) or sac (sac_*.py)."""
+    return run.script.split("/")[-1].split("_", 1)[0]
+
+
 def group_of(run: Run, groups: list) -> int:
-    """The index of the first of the preset's groups that takes the run; len(groups) for none."""
+    """The index of the first of the preset's groups that takes the run (a group takes its algorithm's runs only,
+    PPO's unless it names another); len(groups) for none."""
     for i, group in enumerate(groups):
+        if group.get("algorithm", "ppo") != algorithm_of(run):
+            continue
         in_envs = run.env in group.get("envs", [run.env])
         if run.experiment in group["experiments"] and in_envs and int(run.seed) <= group.get("seeds", 1e9):
             return i
@@ -181,6 +189,8 @@ def group_of(run: Run, groups: list) -> int:
 def ordered_by_groups(run: Run, p: dict) -> tuple:
     """Where a run goes in a plan ordered by the preset's groups: by group, then every seed of a cell (size, env,
     experiment) before the next cell."""
+    if algorithm_of(run) != "ppo":  # another algorithm's runs keep their own plan's order (sac_plan's)
+        return group_of(run, p["groups"]), 0, 0, 0
     sizes, envs = (dict(zip(items, range(len(items)))) for items in (p["sizes"], p["envs"]))
     where = sizes.get(run.size, len(sizes)), envs.get(run.env, len(envs)), EXPERIMENTS.index(run.experiment)
     return group_of(run, p["groups"]), *where

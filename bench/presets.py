@@ -96,6 +96,7 @@ FULL = {
     "groups": None,
     "part_minutes": None,
     "learn_flags": None,  # a SAC preset's learn runs' flags (None: SAC_LEARN_FLAGS); PPO's run each script's defaults
+    "sac_preset": None,  # a SAC preset whose runs a PPO preset's plan holds too, as a group of its own (the gpu preset's)
     "algorithm": "ppo",  # the scripts it runs: ppo_*.py, or sac_*.py (bench/variants.py)
 }
 PRESETS = {
@@ -163,7 +164,8 @@ PRESETS = {
     # torch_envs.py and Gymnasium, Linen from a Python loop); (2) Breakout-MinAtar at s, m and l, a dearer env; (3)
     # rollout and update timed apart at s on both, each JAX variant also with XLA's command buffers for loops
     # beside it (its gpu_environment setting); (4) compile times: every variant and setting at s, m and l on
-    # CartPole-v1, one cold run each; then 3 more seeds of (1) and (2). Three blocks a cell first. 11 iterations: a
+    # CartPole-v1, one cold run each; then 3 more seeds of (1) and (2). SAC's cells (the sac-gpu preset's runs of the
+    # sac_*.py scripts, 3 blocks) come after (1): off-policy RL has no GPU answer. Three blocks a cell first. 11 iterations: a
     # steady time over 10, on a GPU held alone. The timed runs share warm compiler caches: only a cell's first run
     # compiles (docs/sweep.md). `--part next` runs the first part with a run still to do, so that any later run on a
     # GPU of the same model continues the sweep with one command.
@@ -183,6 +185,10 @@ PRESETS = {
         "repeats_in": {"compile": 1, "sync": 3},
         "groups": [
             {"experiments": ["overall", "stacks"], "envs": ["CartPole-v1"], "seeds": 3},
+            {
+                "algorithm": "sac",
+                "experiments": ["overall"],
+            },  # (a group takes its algorithm's runs only: ppo's unless it says)
             {"experiments": ["overall"], "envs": ["Breakout-MinAtar"], "seeds": 3},
             {"experiments": ["sync"]},
             {"experiments": ["compile"]},
@@ -191,6 +197,7 @@ PRESETS = {
         "part_minutes": 8,
         "timeout": 300,  # five times a torch_compile run's estimate: a hung run costs a part little
         "settings_in_overall": True,
+        "sac_preset": "sac-gpu",
     },
     # Each script's default config (819200 steps) on CartPole-v1, Acrobot-v1 and Pendulum-v1 (continuous actions, with
     # its ENV_FLAGS), seeds 1-10: enough for rliable's interval estimates (plot.py). On 2 CPU cores a run takes about
@@ -221,7 +228,8 @@ PRESETS = {
         "timeout": 900,
     },
     # SAC's cells on one GPU: the sac preset's, torch.compile with CUDA graphs beside every variant in each block, 3
-    # blocks (a GPU held alone drifts less than this CPU).
+    # blocks (a GPU held alone drifts less than this CPU), in parts of at most 8 minutes by the estimate, as the gpu
+    # preset's: `--part next` goes on where the last part stopped.
     "sac-gpu": {
         "algorithm": "sac",
         "for_gpu": True,
@@ -231,6 +239,7 @@ PRESETS = {
         "repeats": 3,
         "iterations": 11,
         "settings_in_overall": True,
+        "part_minutes": 8,
         "timeout": 600,
     },
     # Every SAC variant learns Pendulum-v1 (size s, 20000 steps, the first 1000 random), seeds 1-10: the IQM and

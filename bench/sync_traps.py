@@ -27,7 +27,7 @@ class HostSync(AssertionError):
 
 
 def read_site() -> str:
-    """Where a trapped read came from: the innermost frame outside this file, and the innermost in a ppo_*.py
+    """Where a trapped read came from: the innermost frame outside this file, and the innermost in a ppo_*.py or sac_*.py
     script if that is another, as "file:line" (a library's path from its package on)."""
     frames = [f for f in traceback.extract_stack() if f.filename != __file__]
 
@@ -36,7 +36,7 @@ def read_site() -> str:
         tail = parts[parts.index("site-packages") + 1 :] if "site-packages" in parts else parts[-1:]
         return f"{'/'.join(tail)}:{frame.lineno}"
 
-    scripts = [f for f in frames if os.path.basename(f.filename).startswith("ppo_")]
+    scripts = [f for f in frames if os.path.basename(f.filename).startswith(("ppo_", "sac_"))]
     sites = [frames[-1], *scripts[-1:]] if frames else scripts[-1:]
     return " from ".join(dict.fromkeys(map(short, sites)))
 

@@ -271,7 +271,8 @@ def load(records: Path) -> dict:
     sources, unreadable = {}, []
     for name in names:
         try:
-            sources[name], failures = load_runs(records / name / "records")
+            runs, failures = load_runs(records / name / "records")
+            sources[name] = [r for r in runs if not offpolicy.is_sac(r)]  # a GPU set's SAC runs are offpolicy.md's
         except Unreadable as e:  # the other sources are read still, so that one refusal names all there is to mend
             unreadable.append(str(e))
             continue

@@ -39,13 +39,13 @@ def learning_curves(cells, out) -> None:
     save(fig, out, "learning_curves.png", legend_inches=0.3)
 
 
-def learn(section, out) -> None:
+def learn(section, out, config: str = "each script's default config") -> None:
     """One environment's learn runs: the return against steps and against seconds, and the final returns with
     rliable's IQM and mean."""
     env, rows, finals = section["env"], section["rows"], section["finals"]
     fig, (curves, clock, bars) = plt.subplots(1, 3, figsize=(18, 5), gridspec_kw={"width_ratios": [3, 3, 2]})
     draw_curves(curves, section["curves"], lambda v: f"{v} ({section['seeds'][v]} seeds)")
-    curves.set(xlabel="env steps", ylabel="episodic return (IQM over seeds)", title=f"{env}, each script's default config")
+    curves.set(xlabel="env steps", ylabel="episodic return (IQM over seeds)", title=f"{env}, {config}")
     curves.legend(fontsize=8)
     draw_curves(clock, section["clock_curves"])
     clock.set(

@@ -122,6 +122,15 @@ def environments(runs) -> list:
     return rows
 
 
+def learn_configs(runs) -> dict:
+    """{env: what its learn runs did, for a figure's title} for each environment with learn runs."""
+    configs = {}
+    for r in sorted((r for r in runs if r.experiment == "learn"), key=lambda r: r.env):
+        args = r.record["args"]
+        configs.setdefault(r.env, f"SAC at {'x'.join(map(str, r.record['hidden']))}, {args['total_timesteps']:,} steps")
+    return configs
+
+
 def summary(runs) -> dict:
     runs = [r for r in runs if is_sac(r)]
     return {"timing": timing(runs), "learning": learned(runs), "environments": environments(runs)}

@@ -1,6 +1,7 @@
 """gpu-check (bench/gpu_check.py, bench/gpu_preflight.py): the preflight's version logic, the sleep detector's decision
-and a row's verdict from simulated inputs; gpu-check end to end on two variants, each in a process of its own (on a
-machine without a GPU every GPU-only check is skipped, never ok); a host sync failing it; every variant (slow)."""
+and a row's verdict from simulated inputs, PPO's and SAC's; gpu-check end to end on two variants, each in a process of
+its own (on a machine without a GPU every GPU-only check is skipped, never ok); a SAC row's process with every check,
+and what the race check compares of it; a host sync failing it, in a PPO script and in a SAC one; every variant (slow)."""
 
 import json
 import os
@@ -8,13 +9,16 @@ import shutil
 import subprocess
 import sys
 import time
+import types
 
+import numpy as np
 import pytest
 
 from bench import gpu_check, sleep_detector
 from bench.gpu_check import COLUMNS, Row, judge, returns_differ, rows_for
 from bench.gpu_preflight import SKIPPED, checks, compiler_check, driver_check, find_compiler
 from bench.sleep_detector import sleep_verdict
+from bench.variants import discover, scripts
 from conftest import ROOT, VARIANTS, in_background, needs
 
 # What the preflight's probe finds on a CPU machine, and on a GPU machine with requirements-gpu.txt installed.
@@ -270,6 +274,156 @@ def test_cuda_graphs_are_a_gpu_only_row_that_must_repeat_the_returns_without_the
     assert "no run to compare with" in judge(graphs, True, ON_GPU, base={"error": "FAIL: a crash", "trapped": []})["result"]
 
 
+# ---------------------------------------------------------------- SAC's rows
+# SAC's scripts (bench/variants.py's), as --variants names them: each must be a row
+SAC_NAMES = [f"sac:{v.name}" for v in scripts(discover(algorithm="sac"))]
+
+
+def needs_sac(*variants: str):
+    """Skip a test when one of these SAC scripts (sac_VARIANT.py) is absent."""
+    missing = [v for v in variants if not (ROOT / f"sac_{v}.py").exists()]
+    return pytest.mark.skipif(bool(missing), reason=f"SAC script missing: {', '.join(missing)}")
+
+
+# a SAC row's process's result on the CPU: the one episode that ends, in the last iteration; what its script logged
+SAC_LOGGED = [
+    {"qf1_loss": 62.2, "qf2_loss": 58.3, "actor_loss": -0.155, "alpha": 0.999, "alpha_loss": 1.51, "episodes": 0.0},
+    {"qf1_loss": 45.4, "qf2_loss": 42.1, "actor_loss": -0.351, "alpha": 0.997, "alpha_loss": 1.52, "episodes": 0.0},
+    {"qf1_loss": 51.0, "qf2_loss": 47.8, "actor_loss": 0.068, "alpha": 0.995, "alpha_loss": 1.93, "episodes": 4.0},
+]
+SAC_RUN = {**RUN, "episodic_return": [None, None, -1432.07], "final_return": -1432.07, "metrics": SAC_LOGGED}
+SAC_ON_GPU = {**SAC_RUN, "devices": ON_GPU["devices"], "detector": ON_GPU["detector"]}
+
+
+def nudged(logged: list, iteration: int, name: str, by: float) -> list:
+    """The metrics with one of one iteration's changed by a relative `by`."""
+    return [{**m, name: m[name] * (1 + by)} if i == iteration else m for i, m in enumerate(logged)]
+
+
+def test_every_sac_script_and_its_gpu_only_setting_has_a_row_named_apart_from_ppos():
+    """bench/variants.py's SAC scripts, each with the settings only a GPU runs, as rows named sac:VARIANT; PPO's rows keep
+    their names (the variants')."""
+    sac = [f"sac:{v.name}" for v in discover(algorithm="sac") if not v.setting_of or v.gpu_only]
+    assert sac and [row.name for row in rows_for(SAC_NAMES)] == sac
+    assert set(sac) <= set(gpu_check.ROWS)
+    ppo = rows_for(VARIANTS)
+    assert [row.name for row in ppo if not row.gpu_only and "@" not in row.name] == VARIANTS
+    assert not {row.name for row in ppo} & set(sac)
+
+
+@needs_sac("torch_compile")
+def test_sac_cuda_graphs_are_a_gpu_only_row_that_must_repeat_the_returns_and_metrics_without_them(monkeypatch):
+    graphs = next(row for row in rows_for(["sac:torch_compile"]) if row.gpu_only)
+    assert graphs.fields == {"cuda_graphs": True} and graphs.same_returns_as == "sac:torch_compile"
+    assert judge(graphs, True, SAC_ON_GPU, base=SAC_ON_GPU)["result"] == "ok"
+    result = judge(graphs, True, SAC_ON_GPU, base={**SAC_ON_GPU, "metrics": nudged(SAC_LOGGED, 1, "alpha", 1e-3)})["result"]
+    assert "returns differ from sac:torch_compile's: iteration 1's alpha" in result, result
+    monkeypatch.setattr(gpu_check, "run_child", lambda *a, **k: pytest.fail("a GPU-only row ran on the CPU"))
+    cells = gpu_check.check(graphs, False, {})
+    assert [cells[c] for c in COLUMNS[4:]] == [SKIPPED] * 3, cells
+
+
+def test_sac_runs_agree_only_if_their_metrics_do_too():
+    """Runs of SAC with the same returns, the random steps' mostly: their metrics must agree to float rounding as well."""
+    assert returns_differ(SAC_RUN, {**SAC_RUN, "metrics": nudged(SAC_LOGGED, 2, "qf1_loss", 1e-6)}) is None
+    assert "iteration 2's qf1_loss: 51.0" in returns_differ(
+        SAC_RUN, {**SAC_RUN, "metrics": nudged(SAC_LOGGED, 2, "qf1_loss", 1e-3)}
+    )
+    assert "iteration 0's alpha_loss: 1.51 vs None" in returns_differ(
+        SAC_RUN, {**SAC_RUN, "metrics": [{k: v for k, v in SAC_LOGGED[0].items() if k != "alpha_loss"}, *SAC_LOGGED[1:]]}
+    )
+    assert returns_differ(SAC_RUN, {**SAC_RUN, "metrics": SAC_LOGGED[:2]}) == "metrics of 3 iterations vs 2"
+    assert "one run only" in returns_differ({k: v for k, v in SAC_RUN.items() if k != "metrics"}, SAC_RUN)
+    assert returns_differ(RUN, RUN) is None  # PPO's rows log none: their returns alone
+    assert returns_differ(SAC_RUN, {**SAC_RUN, "final_return": -1400.0})  # the returns, as PPO's
+
+
+@needs_sac("torch")
+def test_a_sac_row_on_the_cpu_passes_with_every_gpu_check_skipped():
+    cells = judge(gpu_check.ROWS["sac:torch"], False, SAC_RUN)
+    assert cells["result"] == "ok" and cells["sleep detector"] == cells["race"] == SKIPPED
+
+
+@needs_sac("torch")
+@pytest.mark.parametrize(
+    "run, blocking, failed",
+    [
+        (SAC_RUN, SAC_RUN, "on the CPU though a GPU is present"),
+        ({**SAC_ON_GPU, "compiles_after_first_iteration": 1}, SAC_ON_GPU, "compiled after iteration 0"),
+        ({**SAC_ON_GPU, "detector": "FAIL: the host reached the final sync"}, SAC_ON_GPU, "sleep detector"),
+        (SAC_ON_GPU, {**SAC_ON_GPU, "metrics": nudged(SAC_LOGGED, 1, "qf2_loss", 1e-3)}, "race"),  # the same returns
+        ({**SAC_ON_GPU, "episodic_return": [None] * 3, "final_return": None}, SAC_ON_GPU, "no episode ended"),
+    ],
+)
+def test_a_sac_row_on_a_gpu_fails_on_any_check(run, blocking, failed):
+    cells = judge(gpu_check.ROWS["sac:torch"], True, run, blocking)
+    assert cells["result"].startswith("FAIL") and failed in cells["result"], cells["result"]
+    if failed == "race":  # what differed, named
+        assert "under CUDA_LAUNCH_BLOCKING=1, iteration 1's qf2_loss: 42.1 vs 42.14" in cells["race"], cells["race"]
+
+
+def sac_torch_checked(directory):
+    return gpu_check.run_child(gpu_check.ROWS["sac:torch"], gpu=False)
+
+
+@needs_sac("torch")
+@in_background(sac_torch_checked)
+def test_a_sac_rows_process_passes_every_check_logs_its_metrics_and_ends_one_episode_last(background):
+    """sac_torch.py (eager torch, its env steps in JAX handed over by DLPack) in its row's process with every check on,
+    the traps' scalar reads included: nothing trapped, nothing compiled after iteration 0; each iteration's metrics come
+    back for the race check, and with SHORT_SAC the envs' first episodes end in the last iteration: returns to compare."""
+    run = background
+    assert run["error"] is None and run["trapped"] == [], run
+    assert judge(gpu_check.ROWS["sac:torch"], False, run)["result"] == "ok"
+    assert set(run["devices"]) == {"torch", "jax"}
+    num_envs = gpu_check.SHORT_SAC["num_envs"]
+    assert [m["episodes"] for m in run["metrics"]] == [0, 0, num_envs], run["metrics"]
+    assert run["episodic_return"][:2] == [None, None] and run["final_return"] == run["episodic_return"][2] < 0
+    names = set(run["metrics"][0])
+    assert {"qf1_loss", "actor_loss", "alpha"} <= names and all(set(m) == names for m in run["metrics"])
+    assert returns_differ(run, run) is None
+    assert "iteration 2's qf1_loss" in returns_differ(run, {**run, "metrics": nudged(run["metrics"], 2, "qf1_loss", 1e-3)})
+
+
+class FakeLog:
+    """harness.Log as far as a script's loop uses it here: log.iteration(metrics) after each iteration."""
+
+    def iteration(self, metrics):
+        pass
+
+
+def fake_sac_script(monkeypatch):
+    """A stand-in for a SAC script, as run_one loads it: its train() logs three iterations' metrics through harness.Log.
+    Returns the module and the list of the Args its train() was given."""
+    given = []
+
+    def train(args):
+        given.append(args)
+        log = FakeLog()
+        for i in range(3):
+            log.iteration({"qf1_loss": np.float32(10 - i), "episodes": np.int32(4 * (i == 2))})
+        returns = {"episodic_return": [None, None, -1.0], "final_return": -1.0}
+        return {"devices": {"jax": "cpu:0"}, "compiles_after_first_iteration": 0, **returns}
+
+    module = types.SimpleNamespace(Args=lambda **fields: fields, harness=types.SimpleNamespace(Log=FakeLog), train=train)
+    monkeypatch.setattr(gpu_check, "load", lambda script, name: module)
+    return module, given
+
+
+@needs_sac("torch")
+@pytest.mark.parametrize("plain", [False, True])
+def test_a_sac_row_logs_its_metrics_in_both_runs_the_race_check_compares(monkeypatch, plain):
+    """run_one with every check on, and plain (CUDA_LAUNCH_BLOCKING=1's run): SAC's config given to train(), and the
+    metrics logged each time, read as floats; Log.iteration put back after."""
+    module, given = fake_sac_script(monkeypatch)
+    run = gpu_check.run_one(gpu_check.ROWS["sac:torch"], gpu=False, plain=plain)
+    assert run["error"] is None, run
+    assert given == [{**gpu_check.SHORT_SAC, "cuda": True, **({} if plain else {"sync_debug": True})}]
+    logged = [{"qf1_loss": 10.0, "episodes": 0.0}, {"qf1_loss": 9.0, "episodes": 0.0}, {"qf1_loss": 8.0, "episodes": 4.0}]
+    assert run["metrics"] == logged and all(type(x) is float for m in run["metrics"] for x in m.values())
+    assert module.harness.Log.iteration is FakeLog.__dict__["iteration"]
+
+
 # ---------------------------------------------------------------- end to end
 def gpu_check_on_jax_linen(directory):
     return run_gpu_check("--variants", "jax_linen")
@@ -331,6 +485,46 @@ def test_gpu_check_fails_on_a_host_sync(background):
     assert "gpu-check: 0 of 1 variants pass; failed: torch" in proc.stdout
 
 
+SAC_SCRIPT = (ROOT / "sac_torch.py").read_text() if (ROOT / "sac_torch.py").exists() else ""
+
+
+def gpu_check_on_sac_torch_reading_back(directory):
+    """gpu-check on a scratch copy of sac_torch.py whose replay buffer reads a tensor back as it samples (in the timed
+    iterations only)."""
+    shutil.copytree(ROOT / "bench", directory / "bench", ignore=shutil.ignore_patterns("__pycache__"))
+    for module in ("harness.py", "torch_envs.py"):  # what the script imports beside it
+        shutil.copy(ROOT / module, directory / module)
+    patch = (
+        "\n_sample = ReplayBuffer.sample\nReplayBuffer.sample = lambda b, n: (b.data.reward.sum().item(), _sample(b, n))[1]\n"
+    )
+    (directory / "sac_torch.py").write_text(SAC_SCRIPT + patch)
+    return run_gpu_check("--variants", "sac:torch", cwd=directory)
+
+
+@needs_sac("torch")
+@in_background(gpu_check_on_sac_torch_reading_back)
+def test_gpu_check_fails_a_sac_row_on_a_host_sync(background):
+    proc = background
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-2000:]
+    patched_line = len(SAC_SCRIPT.splitlines()) + 3
+    assert f"FAIL: Tensor.item at sac_torch.py:{patched_line} inside a timed iteration" in proc.stdout
+    assert "gpu-check: 0 of 1 variants pass; failed: sac:torch" in proc.stdout
+
+
+@pytest.mark.slow
+def test_gpu_check_runs_every_sac_variant_with_every_check():
+    proc = run_gpu_check("--variants", ",".join(SAC_NAMES), timeout=3600)
+    gpu = "a GPU is present" in proc.stdout
+    _, (_, *rows) = tables(proc.stdout)
+    expected = rows_for(SAC_NAMES)
+    assert [row[0] for row in rows] == [row.name for row in expected], proc.stdout + proc.stderr[-3000:]
+    ran = [row for row in rows if row[-1] != SKIPPED]
+    assert [row[0] for row in ran] == [row.name for row in expected if gpu or not row.gpu_only]
+    for name, _devices, compiles, syncs, _detector, _race, result in ran:
+        assert compiles == "0" and syncs == "0" and result == "ok", (name, proc.stdout + proc.stderr[-3000:])
+    assert f"gpu-check: {len(ran)} of {len(ran)} variants pass" in proc.stdout and proc.returncode == 0
+
+
 @pytest.mark.slow
 def test_gpu_check_runs_every_variant_with_every_check_and_prints_one_table():
     proc = subprocess.run(
@@ -342,7 +536,9 @@ def test_gpu_check_runs_every_variant_with_every_check_and_prints_one_table():
     )
     gpu = "a GPU is present" in proc.stdout
     _, (_, *rows) = tables(proc.stdout)
-    expected = rows_for(list(VARIANTS))
+    # benchmark.sh gives gpu-check its plan's variants, PPO's; SAC's rows follow them where it gives theirs too
+    ppo, sac = rows_for(list(VARIANTS)), rows_for(SAC_NAMES)
+    expected = ppo + sac if len(rows) > len(ppo) else ppo
     assert [row[0] for row in rows] == [row.name for row in expected], proc.stdout + proc.stderr[-3000:]
     ran = [row for row in rows if row[-1] != SKIPPED]
     assert [row[0] for row in ran] == [row.name for row in expected if gpu or not row.gpu_only]

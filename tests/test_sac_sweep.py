@@ -155,3 +155,43 @@ def test_which_environments_sac_learns_is_told_from_each_runs_gain_over_its_rand
         "| MountainCarContinuous-v0 | jax_nnx | 5 | -1.0 [-1.0, -1.0] | -30.0 (50) | 29.0 [29.0, 29.0] | yes | 0/5 (bar 90) |"
         in text
     )
+
+
+def test_the_gpu_preset_holds_sacs_gpu_cells_in_parts_of_their_own_after_cartpoles():
+    made = plan("--preset", "gpu")
+    names = [r.name for r in made.runs]
+    assert len(set(names)) == len(names)  # one record each: no SAC run's name is a PPO run's
+    sac = [i for i, r in enumerate(made.runs) if r.script.startswith("sac_")]
+    own = plan("--preset", "sac-gpu").runs
+    assert [made.runs[i] for i in sac] == own  # the sac-gpu preset's runs, in its order, with its flags
+    sac_parts = {made.part[i] for i in sac}
+    assert all(made.part[i] not in sac_parts for i, r in enumerate(made.runs) if i not in sac)  # parts of their own
+    cartpole = {made.part[i] for i, r in enumerate(made.runs) if r.env == "CartPole-v1" and int(r.seed) <= 3}
+    first = min(sac_parts)
+    assert first == max(p for p in cartpole if p < first) + 1 and sac == list(range(sac[0], sac[-1] + 1))
+    assert not [r for r in plan("--preset", "gpu", "--envs", "CartPole-v1").runs if r.script.startswith("sac_")]
+    narrowed = {r.script for r in plan("--preset", "gpu", "--variants", "jax_linen,linen_nojit").runs}
+    assert narrowed == {"ppo_jax_linen.py", "ppo_linen_nojit.py", "sac_jax_linen.py"}
+
+
+def test_plot_gives_a_set_of_both_algorithms_a_report_each(tmp_path):
+    """A gpu preset's set holds PPO's and SAC's records: PPO's report is the one its records alone make, SAC's goes to
+    sac/."""
+    import shutil
+
+    import plot
+
+    ppo, both = tmp_path / "ppo", tmp_path / "both"
+    shutil.copytree(ROOT / "results/speed/craftax-sync/records", ppo)
+    shutil.copytree(ppo, both)
+    cpu = json.loads(next(ppo.rglob("*.json")).read_text())["cpu"]
+    for path in sorted((ROOT / "results/speed/sac-cpu/records/overall").glob("*__s__n0016__u1__seed[123].json")):
+        record = json.loads(path.read_text()) | {"cpu": cpu}  # timed on the PPO records' machine, as one set's are
+        (both / "overall").mkdir(exist_ok=True)
+        (both / "overall" / path.name).write_text(json.dumps(record))
+    assert plot.main([str(ppo), "--out", str(tmp_path / "alone")]) == 0
+    assert plot.main([str(both), "--out", str(tmp_path / "mixed")]) == 0
+    alone, mixed = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("alone", "mixed"))
+    assert json.dumps(alone).replace(str(ppo), "DIR") == json.dumps(mixed).replace(str(both), "DIR")
+    sac = (tmp_path / "mixed" / "sac" / "summary.md").read_text()
+    assert "Pendulum-v1, s (64x64), 16 envs, UTD 1 (3 blocks)" in sac and "Pendulum" not in json.dumps(mixed)
