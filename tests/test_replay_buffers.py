@@ -1,6 +1,7 @@
 """studies/replay_buffers.py: its --quick mode trains both SAC scripts with their own buffers and with the libraries'
 (flashbax's, torchrl's) in the real training loop, end to end, and writes the result whole; bad input is refused in one
-line, exit 2, nothing written. About 40 s on 2 cores: four short trainings, each a process of its own."""
+line, exit 2, nothing written. The --quick run (four short trainings, each a process of its own, about 50 s on 2 cores)
+is under the slow marker, as the other studies' smoke runs are."""
 
 import json
 import math
@@ -34,6 +35,7 @@ def quick(tmp_path_factory) -> tuple:
     return json.loads(out.read_text()), proc.stdout
 
 
+@pytest.mark.slow  # the study's smoke run: four trainings, about 50 s on 2 cores
 def test_quick_runs_each_variant_with_its_own_buffer_and_the_librarys_in_one_block(quick):
     result, _ = quick
     ran = sorted((r["variant"], r["buffer"], r["block"]) for r in result["runs"])
@@ -47,6 +49,7 @@ def test_quick_runs_each_variant_with_its_own_buffer_and_the_librarys_in_one_blo
         assert run["cpu"]["model"] == result["cpu"]  # the study's helper names the CPU as the scripts' records do
 
 
+@pytest.mark.slow  # the study's smoke run: four trainings, about 50 s on 2 cores
 def test_the_library_runs_used_the_librarys_buffer_and_the_own_runs_the_scripts(quick):
     result, _ = quick
     used = {(r["variant"], r["buffer"]): r["library"].get("buffer", "") for r in result["runs"]}
@@ -56,6 +59,7 @@ def test_the_library_runs_used_the_librarys_buffer_and_the_own_runs_the_scripts(
     assert torchrl["library"]["rows_stored"] == torchrl["env_steps"]  # every transition, the buffer not yet full
 
 
+@pytest.mark.slow  # the study's smoke run: four trainings, about 50 s on 2 cores
 def test_torchrls_buffer_draws_the_same_rows_as_sac_torchs(quick):
     """torchrl's sampler draws its rows by torch.randint from torch's generator, as sac_torch.py's buffer does: with
     the same seed the two runs train alike, loss for loss. (flashbax splits its key: the JAX runs need not agree.)"""
@@ -65,6 +69,7 @@ def test_torchrls_buffer_draws_the_same_rows_as_sac_torchs(quick):
     assert torch_runs["own"]["torch_threads"] == torch_runs["library"]["torch_threads"]
 
 
+@pytest.mark.slow  # the study's smoke run: four trainings, about 50 s on 2 cores
 def test_each_ratio_is_the_library_over_the_own_buffer_and_holds_in_its_interval(quick):
     result, printed = quick
     for variant, library in (("jax_linen", "flashbax"), ("torch", "torchrl")):
