@@ -8,7 +8,8 @@ records and incomplete ones, plus DIR/env_cost.json (the x-axis "environment cos
 folder it cannot read is an error (exit 2, nothing written), not a report without it. The report is made in a
 temporary folder and moved in whole.
 Which experiment a run belongs to is its `args.exp_name`, which benchmark.sh sets. Records of two
-machines (two GPUs, or two CPU models) are never compared: each gets its own report, in OUT/machine-*.
+machines (two GPUs, or two CPU models) are never compared: each gets its own report, in OUT/machine-*. SAC's
+records (sac_*.py's) get SAC's report (report.offpolicy); in a set that also holds PPO's (the gpu preset's), in sac/.
 The answer comes first: each variant's time as a multiple of jax_linen's, computed per block of runs
 that ran back to back (same experiment, env, size, num_envs, seed), then the geometric mean over the
 blocks with a 95% bootstrap interval and the verdict the interval allows; per (env, size) cell and per

@@ -105,6 +105,8 @@ def load(argv: list) -> SimpleNamespace:
     sac_planned = []
     if p["sac_preset"] and not p["gpu_check"]:  # SAC's cells as a group of this plan (the gpu preset's)
         sac_planned, sac_runs = with_sac(a, p)
+        gpu_only += [v.name for v in sac_planned if v.gpu_only and v.name not in gpu_only and p["for_gpu"]]
+        left_out = gpu_only if sweep and gpu_only and not on_gpu else []
         every += sac_runs
         if p["groups"]:
             every.sort(key=lambda run: ordered_by_groups(run, p))  # stable: each algorithm's runs keep their order
