@@ -465,12 +465,18 @@ def test_an_unknown_variant_is_refused_in_one_line_before_anything_runs():
 SCRIPT = (ROOT / "ppo_torch.py").read_text() if "torch" in VARIANTS else ""
 
 
+def scratch_copy(directory, script: str, text: str, modules=("harness.py",)):
+    """bench/, the modules a script imports beside it and the script as `text`, in `directory`: a scratch project."""
+    shutil.copytree(ROOT / "bench", directory / "bench", ignore=shutil.ignore_patterns("__pycache__"))
+    for module in modules:
+        shutil.copy(ROOT / module, directory / module)
+    (directory / script).write_text(text)
+
+
 def gpu_check_on_torch_reading_back(directory):
     """gpu-check on a scratch copy of ppo_torch.py whose GAE reads a tensor back, which its process for torch loads."""
-    shutil.copytree(ROOT / "bench", directory / "bench", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "harness.py", directory / "harness.py")  # what the script imports beside it
     patch = "\n_gae = compute_gae\ncompute_gae = lambda r, *a: (r.sum().item(), _gae(r, *a))[1]  # a host read\n"
-    (directory / "ppo_torch.py").write_text(SCRIPT + patch)
+    scratch_copy(directory, "ppo_torch.py", SCRIPT + patch)
     return run_gpu_check("--variants", "torch", cwd=directory)
 
 
@@ -491,13 +497,10 @@ SAC_SCRIPT = (ROOT / "sac_torch.py").read_text() if (ROOT / "sac_torch.py").exis
 def gpu_check_on_sac_torch_reading_back(directory):
     """gpu-check on a scratch copy of sac_torch.py whose replay buffer reads a tensor back as it samples (in the timed
     iterations only)."""
-    shutil.copytree(ROOT / "bench", directory / "bench", ignore=shutil.ignore_patterns("__pycache__"))
-    for module in ("harness.py", "torch_envs.py"):  # what the script imports beside it
-        shutil.copy(ROOT / module, directory / module)
     patch = (
         "\n_sample = ReplayBuffer.sample\nReplayBuffer.sample = lambda b, n: (b.data.reward.sum().item(), _sample(b, n))[1]\n"
     )
-    (directory / "sac_torch.py").write_text(SAC_SCRIPT + patch)
+    scratch_copy(directory, "sac_torch.py", SAC_SCRIPT + patch, ("harness.py", "torch_envs.py"))
     return run_gpu_check("--variants", "sac:torch", cwd=directory)
 
 
