@@ -296,16 +296,19 @@ def env_step(carry: Carry, actor: Actor, env, env_params, random: bool):
     return Carry(store(carry.buffer, transitions), env_state, obs, episode, key), finished
 
 
-def iteration_stats(finished: "harness.EpisodeStats", info: dict) -> dict:
+METRICS = ("qf1_values", "qf2_values", "qf1_loss", "qf2_loss", "qf_loss", "actor_loss", "alpha", "alpha_loss", "actor_updated")
+ACTOR_METRICS = ("actor_loss", "alpha", "alpha_loss")  # 0 in the gradient steps that leave the actor alone
+
+
+def iteration_stats(finished: "harness.EpisodeStats", info: dict, grad_steps: int) -> dict:
     """What the log shows of an iteration: the episodes that ended (count, returns and lengths summed), the critic's
-    losses averaged over its gradient steps, and the actor's over the steps that updated it."""
+    losses averaged over its grad_steps gradient steps, and the actor's over the steps that updated it. `info` holds
+    each env step's metrics summed over its gradient steps."""
     stats = dict(episodes=(finished.lengths > 0).sum(), return_sum=finished.returns.sum(), length_sum=finished.lengths.sum())
+    info = {name: value.sum() for name, value in info.items()}
     updated = info.pop("actor_updated")
-    actor = {
-        name: (info.pop(name) * updated).sum() / jnp.maximum(updated.sum(), 1)
-        for name in ("actor_loss", "alpha", "alpha_loss")
-    }
-    return stats | jax.tree.map(jnp.mean, info) | actor
+    actor = {name: info.pop(name) / jnp.maximum(updated, 1) for name in ACTOR_METRICS}
+    return stats | {name: value / grad_steps for name, value in info.items()} | actor
 
 
 def train(args: Args) -> dict:
@@ -348,18 +351,24 @@ def train(args: Args) -> dict:
             learner, carry = scanned
             carry, finished = env_step(carry, learner.actor.params, env, env_params, random=False)
 
-            def gradient_step(scanned, _):
-                learner, key = scanned
+            def gradient_step(_, looped):
+                learner, key, info_sum = looped
                 key, sample_key, update_key = jax.random.split(key, 3)
                 batch = sample(carry.buffer, sample_key, args.batch_size)
                 learner, info = update(learner, batch, update_key, target_entropy, args)
-                return (learner, key), info
+                return learner, key, jax.tree.map(jnp.add, info_sum, info)
 
-            (learner, key), info = nnx.scan(gradient_step, length=args.updates_per_step)((learner, carry.key), None)
+            # A loop whose trip count XLA cannot read. Given a count of 1 it would inline the loop, fuse the store above
+            # into the sample's gather, and then copy the whole buffer every step to keep the rows the gather reads
+            # (python -m studies.buffer_copies counts such copies). Its metrics are summed, as a loop of unknown length
+            # cannot stack them.
+            trips = jax.lax.optimization_barrier(jnp.int32(args.updates_per_step))
+            zeros = dict.fromkeys(METRICS, jnp.float32(0))
+            learner, key, info = nnx.fori_loop(0, trips, gradient_step, (learner, carry.key, zeros))
             return (learner, carry._replace(key=key)), (finished, info)
 
         (learner, carry), (finished, info) = nnx.scan(step, length=args.steps_per_iteration)((learner, carry), None)
-        return carry, iteration_stats(finished, info)
+        return carry, iteration_stats(finished, info, args.steps_per_iteration * args.updates_per_step)
 
     # Each phase one XLA program, traced and compiled on its first call; the carry's buffers are reused (donated).
     warm_up = nnx.jit(random_phase, donate_argnums=0)
