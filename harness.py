@@ -86,6 +86,8 @@ def torch_fetched(metrics: dict) -> dict:
     """A torch iteration's metrics on the host, in one read of the device."""
     import torch
 
+    if not metrics:  # an iteration without updates (--updates-per-step 0) has none
+        return {}
     return dict(zip(metrics, torch.stack([x.float() for x in metrics.values()]).tolist()))
 
 
@@ -233,12 +235,17 @@ def check_sac_args(args) -> tuple[int, ...]:
     """What every SAC script checks before anything is built or written: sizes, coefficients, the output path, the
     limits and the environment id, which must have continuous actions. Returns the hidden sizes."""
     hidden = parse_hidden(args.hidden)
-    positive = ("total_timesteps", "num_envs", "steps_per_iteration", "buffer_size", "batch_size", "updates_per_step")
+    positive = ("total_timesteps", "num_envs", "steps_per_iteration", "buffer_size", "batch_size")
     for name in positive + ("policy_frequency", "target_network_frequency"):
         if getattr(args, name) <= 0:
             raise UsageError(f"--{name.replace('_', '-')} must be positive; got {getattr(args, name)}")
-    if args.learning_starts < 0:
-        raise UsageError(f"--learning-starts must be 0 or more; got {args.learning_starts}")
+    for name in ("learning_starts", "updates_per_step"):  # 0 updates a step: the steps alone, what they cost
+        if getattr(args, name) < 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be 0 or more; got {getattr(args, name)}")
+    if args.buffer_size < args.num_envs:
+        raise UsageError(f"--buffer-size {args.buffer_size} is smaller than one step of --num-envs {args.num_envs}")
+    if args.full_buffer and args.learning_starts == 0:
+        raise UsageError("--full-buffer copies the random steps' transitions: it needs --learning-starts above 0")
     ranges = {  # nan passes none of these tests
         "positive": (lambda x: 0 < x < float("inf"), ("policy_lr", "q_lr", "alpha")),
         "between 0 and 1": (lambda x: 0 <= x <= 1, ("gamma", "tau")),

@@ -62,7 +62,8 @@ class Args:
     autotune: bool = True
     """automatic tuning of the entropy coefficient"""
     updates_per_step: int = 1
-    """gradient steps per step of the envs (all num_envs of them at once, as CleanRL's loop): the update-to-data ratio"""
+    """gradient steps per step of the envs (all num_envs of them at once, as CleanRL's loop): the update-to-data ratio;
+    0 times the steps alone"""
     hidden: str = "256,256"
     """hidden layer sizes of the actor and of each Q network, comma-separated"""
     tensorboard: bool = True
@@ -70,6 +71,9 @@ class Args:
     # The benchmark's, not SAC's: how the run is set up, timed and recorded.
     steps_per_iteration: int = 1000
     """steps of the envs per timed iteration (each of num_envs envs steps this many times), each with its updates"""
+    full_buffer: bool = False
+    """after the random steps, copy their transitions into every row still empty, so that samples come from all
+    buffer_size rows, as late in a long run (a timing setting: the copies are not new experience)"""
     matmul_precision: Literal["highest", "high"] = "highest"
     """float32 matmul precision: highest = float32 in every framework; high = TF32 on an NVIDIA GPU"""
     json_out: Optional[str] = None
@@ -168,6 +172,13 @@ def sample(buffer: Buffer, key, batch_size: int) -> Batch:
     """batch_size rows drawn uniformly, with replacement, from the full ones."""
     rows = jax.random.randint(key, (batch_size,), 0, buffer.size)
     return jax.tree.map(lambda stored: stored[rows], buffer.data)
+
+
+def fill(buffer: Buffer) -> Buffer:
+    """Every row full: the empty ones get copies of the stored ones, in order (--full-buffer)."""
+    capacity = buffer.data.reward.shape[0]
+    rows = jnp.arange(capacity) % buffer.size
+    return buffer._replace(data=jax.tree.map(lambda stored: stored[rows], buffer.data), size=jnp.full_like(buffer.size, capacity))
 
 
 # ---------------------------------------------------------------- losses
@@ -301,7 +312,7 @@ def iteration_stats(finished: "harness.EpisodeStats", info: dict, grad_steps: in
     info = {name: value.sum() for name, value in info.items()}
     updated = info.pop("actor_updated")
     actor = {name: info.pop(name) / jnp.maximum(updated, 1) for name in ACTOR_METRICS}
-    return stats | {name: value / grad_steps for name, value in info.items()} | actor
+    return stats | {name: value / max(grad_steps, 1) for name, value in info.items()} | actor
 
 
 def train(args: Args) -> dict:
@@ -370,6 +381,8 @@ def train(args: Args) -> dict:
     random_ended = None  # the episodes that ended among the random steps
     if random_steps:
         carry, random_ended = jax.block_until_ready(warm_up(carry))
+    if args.full_buffer:
+        carry = carry._replace(buffer=fill(carry.buffer))  # before the timer, outside the jitted programs
     random_duration = time.perf_counter() - random_start  # its compilation included
     log = harness.Log(args, VARIANT, {"jax": device}, LIBRARIES, num_iterations, start, args.steps_per_iteration, grad_steps)
     for i in range(num_iterations):

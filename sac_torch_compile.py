@@ -67,7 +67,8 @@ class Args:
     autotune: bool = True
     """automatic tuning of the entropy coefficient"""
     updates_per_step: int = 1
-    """gradient steps per step of the envs (all num_envs of them at once, as CleanRL's loop): the update-to-data ratio"""
+    """gradient steps per step of the envs (all num_envs of them at once, as CleanRL's loop): the update-to-data ratio;
+    0 times the steps alone"""
     hidden: str = "256,256"
     """hidden layer sizes of the actor and of each Q network, comma-separated"""
     tensorboard: bool = True
@@ -75,6 +76,9 @@ class Args:
     # The benchmark's, not SAC's: how the run is set up, timed and recorded.
     steps_per_iteration: int = 1000
     """steps of the envs per timed iteration (each of num_envs envs steps this many times), each with its updates"""
+    full_buffer: bool = False
+    """after the random steps, copy their transitions into every row still empty, so that samples come from all
+    buffer_size rows, as late in a long run (a timing setting: the copies are not new experience)"""
     env_backend: Literal["gymnax", "torch", "gymnasium"] = "gymnax"
     """gymnax: JAX's, handed over by DLPack every step; torch: torch_envs.py, gymnax's dynamics in PyTorch;
     gymnasium: its vector envs on the CPU. torch and gymnasium have Pendulum-v1."""
@@ -186,6 +190,13 @@ class ReplayBuffer:
         """batch_size rows drawn uniformly, with replacement, from the full ones."""
         rows = torch.randint(self.size, (batch_size,), device=self.offsets.device)
         return Batch(*(stored[rows] for stored in self.data))
+
+    def fill(self):
+        """Every row full: the empty ones get copies of the stored ones, in order (--full-buffer)."""
+        rows = torch.arange(self.capacity, device=self.offsets.device) % self.size
+        for stored in self.data:
+            stored.copy_(stored[rows])
+        self.size = self.capacity
 
 
 # ---------------------------------------------------------------- losses
@@ -332,6 +343,8 @@ def train(args: Args) -> dict:
     random_start = time.perf_counter()
     for _ in range(random_steps):  # learning_starts steps of random actions, stored, without updates
         carry = env_step(carry, random=True)
+    if args.full_buffer:
+        buffer.fill()
     synchronize(device)
     random_duration = time.perf_counter() - random_start
     env_state, random_ended = envs.tally(carry.env_state)  # their episodes are not the iterations'
@@ -339,7 +352,7 @@ def train(args: Args) -> dict:
 
     devices = {"torch": device, "jax": jax_device}
     log = harness.Log(args, VARIANT, devices, LIBRARIES, num_iterations, start, args.steps_per_iteration, grad_steps)
-    step, actor_info = 0, None
+    step, info, actor_info = 0, {}, {}  # what the log shows: the last step's, the last actor step's
     for iteration in range(num_iterations):
         with log.timed(no_syncs(args, device, iteration)):  # (below) nothing in it waits for the device but its end
             for _ in range(args.steps_per_iteration):

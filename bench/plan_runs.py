@@ -154,15 +154,16 @@ def sac_plan(p: dict, variants: list) -> list:
 
     for seed in range(1, p["repeats"] + 1):
         if "overall" in p["experiments"]:
-            for env, size, num_envs, utd, steps, repeats, stacked in SAC_CELLS:
+            for env, size, num_envs, utd, steps, repeats, stacked, full in SAC_CELLS:
                 if env not in p["envs"] or size not in p["sizes"] or seed > (repeats or p["repeats"]):
                     continue
                 random_steps = -(-SAC_LEARNING_STARTS // num_envs) * num_envs  # as the scripts round it
                 flags = ["--num-envs", num_envs, "--updates-per-step", utd, "--steps-per-iteration", steps]
                 flags += ["--learning-starts", SAC_LEARNING_STARTS]
                 flags += ["--total-timesteps", random_steps + num_envs * steps * p["iterations"]]
+                flags += ["--full-buffer"] if full else []
                 names = [*p["variants"], *beside, *(v.name for v in stacks if v.name.split("+", 1)[1] in stacked)]
-                block("overall", env, size, seed, f"__n{num_envs:04d}__u{utd}", flags, names)
+                block("overall", env, size, seed, f"__n{num_envs:04d}__u{utd}{'__full' * full}", flags, names)
         if "learn" in p["experiments"]:
             for env in p["learn_envs"]:
                 block("learn", env, "s", seed, "", p["learn_flags"] or SAC_LEARN_FLAGS)

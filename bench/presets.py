@@ -265,16 +265,20 @@ PRESETS = {
     },
 }
 # The sac preset's cells, in the order they run within a block of seeds: (env, size, num_envs, updates_per_step,
-# steps_per_iteration, repeats or None for the preset's, stacks). The iteration is sized so that every cell's costs a
-# few tenths of a second to a few seconds here; the update-to-data ratio 8 does 8 gradient steps per env step. stacks:
-# the tags of the torch scripts' environment stacks that run in the cell's blocks too (torchenv: torch_envs.py's
-# Pendulum-v1; gymnasium, Gymnasium's, runs where --variants names it).
+# steps_per_iteration, repeats or None for the preset's, stacks, full). The iteration is sized so that every cell's
+# costs a few tenths of a second to a few seconds here; the update-to-data ratio 8 does 8 gradient steps per env step,
+# 0 none: the steps alone (act, step, store), what the updates' share is told from. stacks: the tags of the torch
+# scripts' environment stacks that run in the cell's blocks too (torchenv: torch_envs.py's Pendulum-v1; gymnasium,
+# Gymnasium's, runs where --variants names it). full: --full-buffer, samples drawn from all 1e6 rows as late in a long
+# run (named __full).
 SAC_CELLS = [
-    ("Pendulum-v1", "c", 1, 1, 250, None, ("torchenv",)),
-    ("Pendulum-v1", "s", 1, 1, 500, None, ()),
-    ("Pendulum-v1", "s", 16, 1, 500, None, ()),
-    ("Pendulum-v1", "s", 1, 8, 125, None, ()),
-    ("MountainCarContinuous-v0", "c", 1, 1, 250, 3, ()),
+    ("Pendulum-v1", "c", 1, 1, 250, None, ("torchenv",), False),
+    ("Pendulum-v1", "s", 1, 1, 500, None, (), False),
+    ("Pendulum-v1", "s", 1, 0, 500, None, (), False),
+    ("Pendulum-v1", "s", 16, 1, 500, None, (), False),
+    ("Pendulum-v1", "s", 1, 8, 125, None, (), False),
+    ("Pendulum-v1", "s", 1, 1, 500, 5, (), True),
+    ("MountainCarContinuous-v0", "c", 1, 1, 250, 3, (), False),
 ]
 SAC_LEARNING_STARTS = 1000  # random steps before learning, in every SAC preset's runs
 SAC_LEARN_FLAGS = ["--total-timesteps", 20000, "--learning-starts", SAC_LEARNING_STARTS]  # sac-learn, at size s

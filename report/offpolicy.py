@@ -24,13 +24,15 @@ def is_sac(run) -> bool:
 
 
 def cell_of(run) -> tuple:
-    """(env, size, num_envs, updates_per_step): what a ratio's blocks share beside their seed."""
-    return run.env, run.size, run.num_envs, int(run.record["args"]["updates_per_step"])
+    """(env, size, num_envs, updates_per_step, full_buffer): what a ratio's blocks share beside their seed."""
+    args = run.record["args"]
+    return run.env, run.size, run.num_envs, int(args["updates_per_step"]), bool(args.get("full_buffer", False))
 
 
 def cell_name(cell: tuple, hidden) -> str:
-    env, size, num_envs, utd = cell
-    return f"{env}, {size} ({'x'.join(map(str, hidden))}), {num_envs} env{'s' * (num_envs > 1)}, UTD {utd}"
+    env, size, num_envs, utd, full = cell
+    what = "steps alone (UTD 0)" if utd == 0 else f"UTD {utd}"
+    return f"{env}, {size} ({'x'.join(map(str, hidden))}), {num_envs} env{'s' * (num_envs > 1)}, {what}" + ", full buffer" * full
 
 
 def timing(runs) -> list:
@@ -38,7 +40,7 @@ def timing(runs) -> list:
     the gradient steps a second they make."""
     rows = []
     cells = group_by([r for r in runs if r.experiment == "overall"], cell_of)
-    for cell in sorted(cells, key=lambda c: (c[0] != LEARN_ENV, c[0], c[1] != "c", c[2], c[3])):
+    for cell in sorted(cells, key=lambda c: (c[0] != LEARN_ENV, c[0], c[1] != "c", c[2], c[3] == 0, c[3], c[4])):
         pool = cells[cell]
         for variant in ordered({r.variant for r in pool}, VARIANTS):
             own = [r for r in pool if r.variant == variant]

@@ -47,7 +47,15 @@ def test_a_run_from_the_command_line_writes_a_record_of_its_work(name, tmp_path)
     assert record["final_return"] is not None and record["random_duration"] > 0
 
 
-BAD = [["--batch-size", "0"], ["--env-id", "NoSuchEnv-v0"], ["--tau", "2"], ["--env-id", "CartPole-v1"]]
+BAD = [
+    ["--batch-size", "0"],
+    ["--env-id", "NoSuchEnv-v0"],
+    ["--tau", "2"],
+    ["--env-id", "CartPole-v1"],
+    ["--updates-per-step", "-1"],
+    ["--num-envs", "4", "--buffer-size", "2"],  # 4 transitions a step into 2 rows
+    ["--full-buffer", "--learning-starts", "0"],  # nothing to fill it with
+]
 
 
 @pytest.mark.parametrize("name", SAC)

@@ -75,8 +75,8 @@ def test_the_sac_preset_runs_every_sac_script_in_whole_blocks_of_each_cell():
     for (_, rest), variants in blocks.items():
         assert scripts <= variants, rest  # every script in every block: each ratio has its pair
         cells[rest.rsplit("__seed", 1)[0]] += 1
-    for env, size, num_envs, utd, _, repeats, stacked in SAC_CELLS:
-        cell = f"{env}__{size}__n{num_envs:04d}__u{utd}"
+    for env, size, num_envs, utd, _, repeats, stacked, full in SAC_CELLS:
+        cell = f"{env}__{size}__n{num_envs:04d}__u{utd}{'__full' * full}"
         assert cells[cell] == (repeats or made.p["repeats"]), cell
         stacks = {v for (_, rest), vs in blocks.items() if rest.startswith(cell + "__") for v in vs} - scripts
         assert stacks == {f"{script}+{tag}" for script in ("torch", "torch_compile") for tag in stacked}, cell
@@ -116,7 +116,8 @@ def test_the_off_policy_report_gives_each_cells_ratio_and_the_learning(tmp_path)
     s = offpolicy.summary(runs)
     rows = {(r["cell"], r["variant"]): r for r in s["timing"]}
     cells = {r["cell"] for r in s["timing"]}
-    assert len(cells) == 3  # 1 env UTD 1, 16 envs, UTD 8: told apart though they share env, size and num_envs pairs
+    # 1 env UTD 1, UTD 0, full buffer, 16 envs, UTD 8: told apart though they share env, size and num_envs pairs
+    assert len(cells) == 5
     for cell in cells:
         assert rows[cell, "torch"]["ratio"] == pytest.approx(2.0) and rows[cell, "torch"]["n_blocks"] == 3
         assert rows[cell, "jax_nnx"]["ratio"] == pytest.approx(1.0)
