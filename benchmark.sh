@@ -290,6 +290,7 @@ measure_env_costs() {
 sweep() {
   if ((DRY_RUN)); then printf '%s%s' "$INTRO" "$LISTING"; return 0; fi
   lock_out -x
+  echo "$PRESET" >"$OUT/logs/preset"  # what bench/plan.py checks: a sweep of another preset goes to another OUT
   printf '%s' "$INTRO"
   # The scripts' atomic writes leave .tmp-* files only if killed mid-write, and a sweep killed outright its slots'
   # folder: never results. Under OUT's lock no other sweep or task writes in OUT, so every one of them goes.
@@ -371,6 +372,7 @@ sys.exit(not earlier_result(sys.argv[2]))' "$ROOT" "$OUT/env_cost.json" 2>/dev/n
 run_task() {
   local i=$((TASK - 1)) fd rc=0
   lock_out -s
+  echo "$PRESET" >"$OUT/logs/preset"
   trap on_signal INT TERM HUP
   if ((${#COST_ENVS[@]})) && ! costs_measured; then
     exec {fd}>>"$OUT/logs/env_cost.lock"

@@ -473,7 +473,8 @@ class Log:
         libraries += ("gymnasium",) * (getattr(args, "env_backend", None) == "gymnasium")
         returns, episodes = (np.array(x, dtype=float) for x in zip(*self.finished))  # (iterations, seeds) each
         per_iteration = [[float(r / n) if n else None for r, n in zip(*seed)] for seed in zip(returns.T, episodes.T)]
-        last = [(r[-10:].sum(), n[-10:].sum()) for r, n in zip(returns.T, episodes.T)]
+        window = final_window(len(returns))
+        last = [(r[-window:].sum(), n[-window:].sum()) for r, n in zip(returns.T, episodes.T)]
         final = [float(r / n) if n else None for r, n in last]
         seeds = getattr(args, "num_seeds", 1)
         one = seeds == 1  # one seed: a list of numbers; several: a list per seed
@@ -510,9 +511,17 @@ class Log:
             "compiles_after_first_iteration": self.compiles_at_end - self.compiles_after_first,
             "caches": compiler_caches(inductor="torch" in self.devices),
             "episodic_return": per_iteration[0] if one else per_iteration,
+            "episodes": [int(x) for x in episodes[:, 0]] if one else episodes.T.astype(int).tolist(),
             "final_return": final[0] if one else final,
+            "final_window": window,
             "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         } | (extra or {})
+
+
+def final_window(iterations: int) -> int:
+    """How many of the last iterations final_return averages the episodes of: the last tenth of the run's (equal)
+    iterations, so of its timed env steps, and at least one: the end of the run, whatever an iteration's size."""
+    return max(1, -(-iterations // 10))
 
 
 def random_steps_fields(args, random_steps: int, random_duration: float, num_iterations: int, ended=None) -> dict:

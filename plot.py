@@ -58,6 +58,12 @@ def main(argv=None) -> int:
         print(f"error: no run records (schema 1 or 2 JSON with status ok) under {directory}", file=sys.stderr)
         return 2
     by_machine = group_by(runs, lambda r: machine(r.record))
+    try:  # SAC's cells join records of one setting only
+        for machine_runs in by_machine.values():
+            offpolicy.check_settings([r for r in machine_runs if offpolicy.is_sac(r)])
+    except offpolicy.MixedSettings as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     reports = {out: runs}
     if len(by_machine) > 1:  # a time on one machine is never divided by a time on another: one report per machine
         print(f"records from {len(by_machine)} machines: one report per machine, in {out}/machine-*", file=sys.stderr)
@@ -92,7 +98,8 @@ def publish(reports: dict, failures, directory: Path, out: Path) -> None:
             made = stage / target.relative_to(out)
             target.mkdir(parents=True, exist_ok=True)
             for path in target.glob("*.png"):  # a figure left from an earlier plot of other data would mislead
-                if (path.name in FIGURES or path.name.startswith("learn_")) and not (made / path.name).exists():
+                ours = path.name in FIGURES or path.name == offpolicy_figures.FIGURE or path.name.startswith("learn_")
+                if ours and not (made / path.name).exists():
                     path.unlink()
             for path in sorted(made.iterdir()):
                 if path.is_file():  # a folder in it is another report's (sac/), moved as its own

@@ -356,12 +356,12 @@ def check_args(args: Args):
     if args.rollout == "python" and args.num_seeds > 1:
         raise harness.UsageError("--rollout python steps one seed; it does not combine with --num-seeds")
     device = jax.devices()[0] if args.cuda else jax.devices("cpu")[0]  # the GPU if jax sees one
-    if args.cuda and device.platform == "cpu":
-        print("no GPU visible to jax: running on the CPU", file=sys.stderr)
     if args.matmul_precision == "high" and device.platform == "cpu":
         raise harness.UsageError(
             "--matmul-precision high (TF32) needs an NVIDIA GPU: on CPUs only highest is the same arithmetic"
         )
+    if args.cuda and device.platform == "cpu":
+        print("no GPU visible to jax: running on the CPU", file=sys.stderr)
     jax.config.update("jax_default_device", device)
     # torch's names for XLA's: the same arithmetic in both frameworks (docs/usage.md, "Flags")
     jax.config.update("jax_default_matmul_precision", {"highest": "highest", "high": "tensorfloat32"}[args.matmul_precision])

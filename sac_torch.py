@@ -382,12 +382,12 @@ def check_args(args: Args):
     if gpu != (args.cuda and jax.default_backend() == "gpu"):
         has, lacks = ("torch", "jax") if gpu else ("jax", "torch")
         raise harness.UsageError(f"{has} sees a GPU but {lacks} does not: install both with CUDA or pass --no-cuda")
-    if args.cuda and not gpu:
-        print("no GPU visible to torch or jax: running on the CPU", file=sys.stderr)
     if args.matmul_precision == "high" and not gpu:
         raise harness.UsageError(
             "--matmul-precision high (TF32) needs an NVIDIA GPU: on CPUs only highest is the same arithmetic"
         )
+    if args.cuda and not gpu:
+        print("no GPU visible to torch or jax: running on the CPU", file=sys.stderr)
     index = torch.cuda.current_device() if gpu else 0
     device, jax_device = (
         torch.device("cuda", index) if gpu else torch.device("cpu"),

@@ -424,12 +424,12 @@ def check_args(args: Args):
         raise harness.UsageError("--cuda-graphs needs an NVIDIA GPU that torch and jax both see: CUDA graphs replay GPU work")
     if args.cuda_graphs and args.env_backend == "gymnasium":
         raise harness.UsageError("--cuda-graphs cannot run with --env-backend gymnasium: its envs step on the host")
-    if args.cuda and not gpu:
-        print("no GPU visible to torch or jax: running on the CPU", file=sys.stderr)
     if args.matmul_precision == "high" and not gpu:
         raise harness.UsageError(
             "--matmul-precision high (TF32) needs an NVIDIA GPU: on CPUs only highest is the same arithmetic"
         )
+    if args.cuda and not gpu:
+        print("no GPU visible to torch or jax: running on the CPU", file=sys.stderr)
     index = torch.cuda.current_device() if gpu else 0
     device, jax_device = (
         torch.device("cuda", index) if gpu else torch.device("cpu"),

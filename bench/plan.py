@@ -129,6 +129,14 @@ def load(argv: list) -> SimpleNamespace:
     if sweep:
         check_jobs(runs, jobs or 1, devices)
     out = os.path.realpath(a.out or f"benchmark_out/{a.preset}")  # absolute: the runs get it in --json-out
+    marker = os.path.join(out, "logs", "preset")  # the preset of the sweep that ran in OUT (benchmark.sh writes it)
+    if os.path.isfile(marker):
+        with open(marker) as f:
+            other = f.read().strip()
+        if other and other != a.preset:
+            raise Refused(
+                f"--out {out} holds a sweep of preset {other}, not {a.preset}: give another --out (or --preset {other} to resume it)"
+            )
     compiled = {v.name for v in planned if v.compiles == "torch.compile"}
     if any(c.isspace() for c in out) and any(run.variant in compiled for run in runs):
         # Inductor builds its C++ in the run's caches under OUT and splits the compiler's command at spaces

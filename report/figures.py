@@ -1,10 +1,13 @@
 """What every figure shares: one colour per variant (the colour its script declares), plain ticks on log axes, the
 saving; and the front page's answer figure (report.front). The timing figures are drawn in report.timing_figures."""
 
+import textwrap
+
 import matplotlib
 
 matplotlib.use("Agg")  # headless: no display needed, nothing opens a window
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.text  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator  # noqa: E402
 
@@ -30,13 +33,56 @@ FIGURES = [  # and one learn_ENV.png per environment of the learn runs
 ]
 
 
+LAYOUT = {}  # name -> what layout_problems found in the figure saved under it last (the tests read it)
+
+
 def save(fig, out, name: str, legend_inches: float = 0.0) -> None:
-    """Write fig as out/name, leaving legend_inches free at the top for a figure legend."""
+    """Write fig as out/name, leaving legend_inches free at the top for a figure legend; what layout_problems finds
+    in it is kept in LAYOUT[name]."""
     for ax in fig.axes:
         plain_log_ticks(ax)
     fig.tight_layout(rect=(0, 0, 1, 1 - legend_inches / fig.get_figheight()))
     fig.savefig(out / name, dpi=110)
+    LAYOUT[name] = layout_problems(fig)
     plt.close(fig)
+
+
+def layout_problems(fig) -> list:
+    """What a reader would stumble on, as drawn: a text (title, axis label, tick label, legend entry, note) reaching
+    outside the canvas, two texts overlapping, a legend over a plotted point."""
+    renderer = fig.canvas.get_renderer()
+    canvas = fig.bbox
+    hidden = set()  # tick labels matplotlib keeps beyond the axis's view, which it does not draw
+    for ax in fig.axes:
+        for axis, (low, high), k in ((ax.xaxis, ax.get_xlim(), 0), (ax.yaxis, ax.get_ylim(), 1)):
+            low, high = sorted((low, high))
+            for t in axis.get_ticklabels(which="both"):
+                if not low - 1e-9 * abs(high - low) <= t.get_position()[k] <= high + 1e-9 * abs(high - low):
+                    hidden.add(t)
+    texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip() and t not in hidden]
+    boxes = [(t.get_text().replace("\n", " "), t.get_window_extent(renderer)) for t in texts]
+    problems = []
+    for label, box in boxes:
+        if box.x0 < canvas.x0 - 1 or box.y0 < canvas.y0 - 1 or box.x1 > canvas.x1 + 1 or box.y1 > canvas.y1 + 1:
+            problems.append(f"{label!r} reaches outside the canvas")
+    for i, (a, box_a) in enumerate(boxes):
+        for b, box_b in boxes[i + 1 :]:
+            if box_a.overlaps(box_b) and box_a.width and box_b.width:
+                inter = min(box_a.x1, box_b.x1) - max(box_a.x0, box_b.x0), min(box_a.y1, box_b.y1) - max(box_a.y0, box_b.y0)
+                if inter[0] > 1 and inter[1] > 1:
+                    problems.append(f"{a!r} overlaps {b!r}")
+    legends = [lg for lg in [*fig.legends, *(ax.get_legend() for ax in fig.axes)] if lg is not None]
+    for legend in legends:
+        frame = legend.get_window_extent(renderer)
+        for ax in fig.axes:
+            for line in ax.get_lines():
+                if line.get_marker() in (None, "None", "") or not line.get_visible():
+                    continue
+                points = ax.transData.transform(np.column_stack(line.get_data()).astype(float))
+                inside = (points[:, 0] > frame.x0) & (points[:, 0] < frame.x1) & (points[:, 1] > frame.y0) & (points[:, 1] < frame.y1)
+                if inside.any():
+                    problems.append(f"the legend covers a point of {line.get_label()!r}")
+    return problems
 
 
 def figure_legend(fig, ax) -> float:
@@ -147,7 +193,7 @@ def front(result, out) -> None:
     from report.front import column_header  # (report.front imports this module only when it draws)
 
     columns, variants = result["columns"], [v for v in result["variants"] if v != REFERENCE]
-    fig, ax = plt.subplots(figsize=(11, 5))
+    fig, ax = plt.subplots(figsize=(12, 5.5))
     sizes = [i for i, c in enumerate(columns) if c["column"].env is None]  # the size trend: one line per variant
     for k, v in enumerate(variants):
         mine = [(i, c["cells"][v]) for i, c in enumerate(columns) if v in c["cells"]]
@@ -169,13 +215,13 @@ def front(result, out) -> None:
         ax.text(
             (start + end - 1) / 2,
             1.005,
-            where[start],
+            "\n".join(textwrap.wrap(where[start], 6 + 14 * (end - start))),  # a region's name within its width
             transform=ax.get_xaxis_transform(),
             ha="center",
             va="bottom",
             fontsize=8,
         )
-    labels = [column_header(c).replace(": " if ": " in column_header(c) else ", ", "\n", 1) for c in columns]
+    labels = ["\n".join(textwrap.wrap(column_header(c), 18)) for c in columns]  # narrow: neighbours do not touch
     ax.set_xticks(range(len(columns)), labels, fontsize=8)
     ax.set_xlim(-0.5, len(columns) - 0.5)
     ax.set_yscale("log")

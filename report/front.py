@@ -256,9 +256,16 @@ def offpolicy_table(records: Path, page: Optional[str], base: str, learning: boo
         made, failures = load_runs(records / name / "records")
         if any(f.endswith(": does not parse") for f in failures):
             raise FrontError(f"a record of {records / name / 'records'} does not parse")
+        made = [r for r in made if offpolicy.is_sac(r)]
+        if made:
+            one_machine(made, name)  # a time of one machine is never divided by another's
         runs += made
+    try:
+        summary = offpolicy.summary(runs)
+    except offpolicy.MixedSettings as e:
+        raise FrontError(str(e)) from None
     links = ", ".join(f"[{name}]({base}{name}/report/summary.md)" for name in SAC_SOURCES)
-    return offpolicy.markdown(offpolicy.summary(runs), learning) + f"\nFrom: {links} (each set's runs in `records/`).\n"
+    return offpolicy.markdown(summary, learning) + f"\nFrom: {links} (each set's runs in `records/`).\n"
 
 
 def load(records: Path) -> dict:

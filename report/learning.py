@@ -14,7 +14,7 @@ import pandas as pd
 from rliable import metrics as rly_metrics
 from scipy import stats
 
-from report.records import LEARN_PAIRS, SIZE_ORDER, VARIANTS, group_by, ordered
+from report.records import LEARN_PAIRS, SIZE_ORDER, VARIANTS, final_return, group_by, ordered
 from report.timing import CONFIDENCE, MIN_BLOCKS, REFERENCE, SEED, learn_timing, none_if_nan
 
 RLIABLE_REPS = 2_000  # rliable's stratified bootstrap: final returns
@@ -241,7 +241,7 @@ def learn(env, runs):
     iteration."""
     groups = group_by(runs, lambda r: r.variant)
     finals = {
-        v: [r.record["final_return"] for r in sorted(g, key=lambda r: r.seed) if r.record["final_return"] is not None]
+        v: [final_return(r.record) for r in sorted(g, key=lambda r: r.seed) if final_return(r.record) is not None]
         for v, g in groups.items()
     }
     finals = {v: f for v, f in finals.items() if len(f) >= MIN_BLOCKS}

@@ -11,7 +11,7 @@ a return of -200), the compilation seconds and the peak memory of the learn runs
 import numpy as np
 
 from report import learning
-from report.records import VARIANTS, group_by, ordered, warm
+from report.records import VARIANTS, final_return, group_by, ordered, warm
 from report.tables import table
 from report.timing import REFERENCE, compare, median_with_interval
 
@@ -35,9 +35,36 @@ def cell_name(cell: tuple, hidden) -> str:
     return f"{env}, {size} ({'x'.join(map(str, hidden))}), {num_envs} env{'s' * (num_envs > 1)}, {what}" + ", full buffer" * full
 
 
+# What a record's args may differ in and still join its cell's blocks: the run's own name, seed and outputs.
+PER_RUN = frozenset({"seed", "exp_name", "json_out", "quiet", "tensorboard"})
+
+
+class MixedSettings(ValueError):
+    """Records of one cell (or one learn environment) made with other settings: they would join its blocks unseen."""
+
+
+def check_settings(runs) -> None:
+    """Raises MixedSettings unless every cell's records (every learn environment's) share their settings: the whole
+    args, as a resumed sweep compares them, but for PER_RUN and what one script has and another lacks (torch's
+    --env-backend). One line naming the cell, the setting and its values."""
+    overall = group_by([r for r in runs if r.experiment == "overall"], cell_of)
+    learn = group_by([r for r in runs if r.experiment == "learn"], lambda r: r.env)
+    for where, pool in [*overall.items(), *learn.items()]:
+        shared = set.intersection(*(set(r.record["args"]) for r in pool)) - PER_RUN
+        for name in sorted(shared):
+            values = {repr(r.record["args"][name]) for r in pool}
+            if len(values) > 1:
+                shown = where if isinstance(where, str) else cell_name(where, pool[0].record["hidden"])
+                raise MixedSettings(
+                    f"{shown}: its records differ in {name} ({', '.join(sorted(values))}); one setting a cell:"
+                    " move the others to a folder of their own"
+                )
+
+
 def timing(runs) -> list:
-    """Per cell and variant: its steady iteration over jax_linen's (a compare() row), the median steady seconds and
-    the gradient steps a second they make."""
+    """Per cell and variant: its steady iteration over jax_linen's (a compare() row; none in a cell without
+    jax_linen's runs), the median steady seconds and the env and gradient steps a second they make."""
+    check_settings(runs)
     rows = []
     cells = group_by([r for r in runs if r.experiment == "overall"], cell_of)
     for cell in sorted(cells, key=lambda c: (c[0] != LEARN_ENV, c[0], c[1] != "c", c[2], c[3] == 0, c[3], c[4])):
@@ -47,6 +74,7 @@ def timing(runs) -> list:
             steady = float(np.median([r.steady for r in own]))
             args = own[0].record["args"]
             row = compare(pool, REFERENCE, variant, "steady", cell[1], cell[0]) if variant != REFERENCE else None
+            env_steps = args["steps_per_iteration"] * args["num_envs"]  # an iteration's, of every env
             rows.append(
                 {
                     "cell": cell_name(cell, own[0].record["hidden"]),
@@ -57,8 +85,44 @@ def timing(runs) -> list:
                     "variant": variant,
                     "runs": len(own),
                     "steady_seconds": steady,
+                    "full_buffer": cell[4],
+                    "env_steps_per_second": env_steps / steady,
                     "grad_steps_per_second": args["steps_per_iteration"] * cell[3] / steady,
                     **({k: row[k] for k in ("ratio", "ci_low", "ci_high", "n_blocks", "verdict")} if row else {}),
+                }
+            )
+    return rows
+
+
+def split(runs) -> list:
+    """Where an iteration's time goes, per variant: its steady iteration with the steps alone (act, step, store:
+    UTD 0) over the same cell's at UTD 1, block by block (the same seed), the median share and its bootstrap
+    interval; and from the medians, microseconds a step of the envs and a gradient step."""
+    rows = []
+    cells = group_by([r for r in runs if r.experiment == "overall"], cell_of)
+    for (env, size, num_envs, utd, full), alone in cells.items():
+        whole = cells.get((env, size, num_envs, 1, full))
+        if utd != 0 or not whole:
+            continue
+        for variant in ordered({r.variant for r in alone} & {r.variant for r in whole}, VARIANTS):
+            steps = {r.seed: r.steady for r in alone if r.variant == variant}
+            both = {r.seed: r.steady for r in whole if r.variant == variant}
+            seeds = sorted(steps.keys() & both.keys())
+            if not seeds:
+                continue
+            share, low, high = median_with_interval([steps[k] / both[k] for k in seeds])
+            per = next(r for r in whole if r.variant == variant).record["args"]["steps_per_iteration"]
+            step_s, whole_s = float(np.median([steps[k] for k in seeds])), float(np.median([both[k] for k in seeds]))
+            rows.append(
+                {
+                    "cell": cell_name((env, size, num_envs, 1, full), whole[0].record["hidden"]),
+                    "variant": variant,
+                    "blocks": len(seeds),
+                    "steps_share": share,
+                    "steps_share_ci_low": low,
+                    "steps_share_ci_high": high,
+                    "step_us": 1e6 * step_s / per,
+                    "gradient_step_us": 1e6 * (whole_s - step_s) / per,
                 }
             )
     return rows
@@ -92,14 +156,14 @@ def environments(runs) -> list:
     learn = group_by([r for r in runs if r.experiment == "learn"], lambda r: (r.env, r.variant))
     iqm = lambda s: np.array([learning.iqm_over_runs(s[:, 0])])
     for env, variant in sorted(learn, key=lambda k: (k[0] != LEARN_ENV, k[0], VARIANTS.index(k[1]))):
-        group = [r for r in learn[env, variant] if r.record["final_return"] is not None]
+        group = [r for r in learn[env, variant] if final_return(r.record) is not None]
         if not group:
             continue
         paired = [r for r in group if r.record.get("random_return") is not None]
         if not paired:  # records made before they held the random steps' return
             continue
-        scores = {"final": np.array([[r.record["final_return"]] for r in group])}
-        scores["gain"] = np.array([[r.record["final_return"] - r.record["random_return"]] for r in paired])
+        scores = {"final": np.array([[final_return(r.record)] for r in group])}
+        scores["gain"] = np.array([[final_return(r.record) - r.record["random_return"]] for r in paired])
         point, ci = learning.interval_estimates(scores, iqm)
         bar = learning.THRESHOLDS.get(env, (None,))[-1]  # the environment's bar for solved, where it has one
         episodes = sum(r.record["random_episodes"] for r in paired)
@@ -135,31 +199,51 @@ def learn_configs(runs) -> dict:
 
 def summary(runs) -> dict:
     runs = [r for r in runs if is_sac(r)]
-    return {"timing": timing(runs), "learning": learned(runs), "environments": environments(runs)}
+    return {"timing": timing(runs), "split": split(runs), "learning": learned(runs), "environments": environments(runs)}
 
 
 def ratio_text(row: dict) -> str:
     if row["variant"] == REFERENCE:
         return "1 (reference)"
+    if row.get("ratio") is None:
+        return f"no {REFERENCE} runs to divide by"
     if row.get("ci_low") is None:
         return f"{row['ratio']:.2f} ({row['verdict']})"
     verdict = f", {row['verdict']}" if row["verdict"] in ("no difference detected", "too few runs") else ""
     return f"{row['ratio']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}]{verdict}"
 
 
-def timing_markdown(rows: list) -> list:
-    """One table: a row per variant, a column per cell."""
+def timing_markdown(rows: list, rates_table: bool = True) -> list:
+    """One table: a row per variant, a column per cell; then (rates_table) every variant's steps a second."""
     cells = list(dict.fromkeys(r["cell"] for r in rows))
     variants = ordered({r["variant"] for r in rows}, VARIANTS)
     by = {(r["cell"], r["variant"]): r for r in rows}
     body = [[v, *(ratio_text(by[c, v]) if (c, v) in by else "not run" for c in cells)] for v in variants]
     blocks = {c: max(r.get("n_blocks", r["runs"]) for r in rows if r["cell"] == c) for c in cells}
-    head = ["variant", *(f"{c} ({blocks[c]} blocks)" for c in cells)]
-    linen = {c: by[c, REFERENCE] for c in cells if (c, REFERENCE) in by}
-    seconds = ", ".join(
-        f"{c}: {r['steady_seconds']:.3f} s ({r['grad_steps_per_second']:.0f} gradient steps/s)" for c, r in linen.items()
-    )
-    return [table(head, body), "", f"jax_linen's steady iteration: {seconds}."]
+    head = ["variant", *(f"{c} ({blocks[c]} blocks; {rates(by.get((c, REFERENCE)))})" for c in cells)]
+    rows_of = lambda v: [rates(by.get((c, v))) for c in cells]
+    steps = [[v, *rows_of(v)] for v in variants]
+    note = f"Each cell's header: {REFERENCE}'s environment steps and gradient steps a second."
+    if not rates_table:
+        return [table(head, body), "", note]
+    return [table(head, body), "", note + " Every variant's:", "", table(["variant", *cells], steps)]
+
+
+def rates(row) -> str:
+    """A row's environment steps and gradient steps a second, from its median steady iteration."""
+    if row is None:
+        return "not run"
+    return f"{row['env_steps_per_second']:,.0f} env steps/s, {row['grad_steps_per_second']:,.0f} gradient steps/s"
+
+
+def split_markdown(rows: list) -> list:
+    head = ["cell", "variant", "blocks", "steps' share of the iteration [95% CI]", "us a step", "us a gradient step"]
+    ci = lambda r: f" [{r['steps_share_ci_low']:.2f}, {r['steps_share_ci_high']:.2f}]" if r["blocks"] >= 3 else ""
+    body = [
+        [r["cell"], r["variant"], r["blocks"], f"{r['steps_share']:.2f}{ci(r)}", f"{r['step_us']:.0f}", f"{r['gradient_step_us']:.0f}"]
+        for r in rows
+    ]
+    return [table(head, body)]
 
 
 def learning_markdown(section: dict) -> list:
@@ -232,7 +316,7 @@ def markdown(s: dict, learning: bool = True) -> str:
     """summary.md's tables; without `learning`, the timing table alone (README's copy)."""
     lines = []
     if s["timing"]:
-        lines += timing_markdown(s["timing"])
+        lines += timing_markdown(s["timing"], rates_table=learning)
         lines += [
             "",
             "Each cell: the variant's steady iteration (the median of iterations 1-end) over jax_linen's in the"
@@ -240,11 +324,21 @@ def markdown(s: dict, learning: bool = True) -> str:
             " steps per step of the envs.",
             "",
         ]
+    if s.get("split") and learning:
+        lines += split_markdown(s["split"])
+        lines += [
+            "",
+            "Where the time goes: the steady iteration with the steps alone (act, step the envs, store: UTD 0) over"
+            " the same cell's at UTD 1, per block, the median and its bootstrap interval; a step's and a gradient"
+            " step's microseconds from the two median iterations (the gradient step's: the difference).",
+            "",
+        ]
     if s["learning"] and learning:
         lines += learning_markdown(s["learning"])
         lines += [
             "",
-            f"Learning: {LEARN_ENV}, final return (the mean return of the episodes of the last 10 iterations), rliable's"
+            f"Learning: {LEARN_ENV}, final return (the mean return of the episodes that ended in the last tenth of the"
+            " iterations, at least one: docs/record.md), rliable's"
             " IQM and probability of improvement with stratified-bootstrap intervals; seconds to a return of"
             f" {TARGET:g}: from the start of train(), setup, random steps and compilation included, over the runs"
             " that reach it; compile s: iteration 0 less the steady iteration (cold caches); memory: the"

@@ -1,7 +1,7 @@
 """SAC's figure (report.offpolicy's numbers): offpolicy.png, one row per cell, each variant's steady iteration over
 jax_linen's with its 95% interval, on a log axis."""
 
-from report.figures import COLORS, plt, save
+from report.figures import COLORS, figure_legend, plt, save
 from report.timing import REFERENCE
 
 FIGURE = "offpolicy.png"
@@ -13,7 +13,7 @@ def draw(sac: dict, out) -> None:
         return
     cells = list(dict.fromkeys(r["cell"] for r in rows))
     variants = list(dict.fromkeys(r["variant"] for r in rows))
-    fig, ax = plt.subplots(figsize=(8, 0.9 + 0.45 * len(cells) * len(variants) / 2))
+    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.3 * len(cells) * len(variants) / 2 + 0.3 * len(cells)))
     height = 0.8 / len(variants)
     for k, variant in enumerate(variants):
         mine = {r["cell"]: r for r in rows if r["variant"] == variant}
@@ -25,9 +25,8 @@ def draw(sac: dict, out) -> None:
         ax.errorbar(xs, ys, xerr=[low, high], fmt="o", color=COLORS.get(variant, "black"), label=variant, capsize=3)
     ax.axvline(1, color="black", linewidth=0.8)
     ax.set_xscale("log")
-    ax.set_yticks(range(len(cells)), cells)
-    ax.invert_yaxis()
-    ax.set_xlabel(f"steady iteration over {REFERENCE}'s (geometric mean over blocks, 95% CI; log scale)")
-    ax.set_title("SAC: each variant's time over Flax Linen's, per cell")
-    ax.legend(loc="lower right", fontsize=8)
-    save(fig, out, FIGURE)
+    ax.set_yticks(range(len(cells)), [c.replace(", ", "\n", 1) for c in cells], fontsize=8)  # the env, then the rest
+    ax.set_ylim(len(cells) - 0.5, -0.5)  # the first cell on top
+    ax.set_xlabel(f"steady iteration, x {REFERENCE}'s time (geometric mean over blocks, 95% CI)")
+    ax.set_title(f"SAC: each variant's time over {REFERENCE}'s, per cell", fontsize=10)
+    save(fig, out, FIGURE, legend_inches=figure_legend(fig, ax))

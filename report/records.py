@@ -181,6 +181,21 @@ def compiled_anyway(record) -> bool:
     return warm(record) and any(found.get("misses") for found in record["caches"].values() if isinstance(found, dict))
 
 
+def final_return(record):
+    """The record's final return: the mean return of the episodes that ended in the last tenth of its iterations, at
+    least one (harness.final_window). Records made before they held `final_window` averaged the last 10 iterations;
+    where that is another window, it is made again from their per-iteration means, weighted equally (exact where those
+    iterations ended as many episodes each, as every Pendulum-v1 run's do)."""
+    returns, final = record.get("episodic_return") or [], record.get("final_return")
+    if "final_window" in record or isinstance(final, list) or not returns:
+        return final
+    window = max(1, -(-len(returns) // 10))
+    if window == min(10, len(returns)):
+        return final
+    kept = [x for x in returns[-window:] if x is not None]
+    return float(np.mean(kept)) if kept else None
+
+
 def machine(record) -> str:
     """What a run's times were measured on: its GPU, or its CPU model and the cores it could use, with the allocator
     setting or XLA_FLAGS it ran under if any (records before schema 2 do not name the CPU: they count as one machine

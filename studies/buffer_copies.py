@@ -1,12 +1,17 @@
-"""Does a JAX SAC script's iteration copy its replay buffer every step?
+"""Does a JAX SAC script's iteration copy its replay buffer? At every cell of the SAC presets.
 
 The JAX scripts keep the buffer (1e6 rows by default) in the carried state, written in place each step. Whether XLA
-writes it in place is its choice, not the script's: each variant runs a short iteration with XLA dumping the optimized
-HLO of what it compiles (--xla_dump_to, --xla_dump_hlo_as_text: XLA's documented debug options), and this counts the
-`copy` instructions of the iteration's program (jit_iteration) whose result has the buffer's rows: a copy of a buffer
-column, once per step of the loop it sits in. Per variant and update-to-data ratio (--updates-per-step).
+writes it in place is its choice, not the script's: each variant runs one short iteration of a cell with XLA dumping
+the optimized HLO of what it compiles (--xla_dump_to, --xla_dump_hlo_as_text: XLA's documented debug options), and
+this counts the `copy` instructions of the iteration's program (jit_iteration) whose result has the buffer's rows: a
+copy of a buffer column, made once per trip of the loop it sits in. The cells are those of the sac (and sac-gpu)
+preset, sac-learn and sac-envs: their environments, sizes, numbers of envs, update-to-data ratios, steps per
+iteration and --full-buffer. XLA decides afresh with every jax release: run it again after an upgrade.
 
-    python -m studies.buffer_copies --utd 1,2 --out results/studies/sac-buffer/copies.json
+    python -m studies.buffer_copies --out results/studies/sac-buffer/copies.json   # every cell, about 10 minutes
+    python -m studies.buffer_copies --cells 1 --variants jax_linen                 # one cell, to check a program
+
+It exits 1 if any program copies its buffer; bad input gets one line and exit 2, before any work.
 """
 
 import argparse
@@ -21,8 +26,34 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench.outputs import check_out, write_atomic  # noqa: E402
+from bench.presets import HIDDEN, PRESETS, SAC_CELLS, SAC_LEARN_FLAGS  # noqa: E402
 
 VARIANTS = ("jax_linen", "jax_nnx", "jax_equinox")
+RANDOM_STEPS = 256  # enough rows to sample a batch from; the random phase is a program of its own
+
+
+def preset_cells() -> list:
+    """Every distinct cell of the SAC presets, as dicts of the flags that shape the iteration's program."""
+    cells = [
+        dict(env_id=env, hidden=HIDDEN[size], num_envs=n, updates_per_step=utd, steps_per_iteration=steps, full_buffer=full)
+        for env, size, n, utd, steps, _, _, full in SAC_CELLS
+    ]
+    for preset in ("sac-learn", "sac-envs"):  # the learn runs: size s, 1 env, UTD 1, the scripts' 1000 steps
+        flags = PRESETS[preset].get("learn_flags") or SAC_LEARN_FLAGS
+        assert "--steps-per-iteration" not in flags and "--num-envs" not in flags, preset
+        for env in PRESETS[preset]["learn_envs"]:
+            cells.append(
+                dict(
+                    env_id=env,
+                    hidden=HIDDEN["s"],
+                    num_envs=1,
+                    updates_per_step=1,
+                    steps_per_iteration=1000,
+                    full_buffer=False,
+                )
+            )
+    unique = {json.dumps(c, sort_keys=True): c for c in cells}
+    return list(unique.values())
 
 
 def buffer_copies(hlo: str, rows: int) -> list:
@@ -30,41 +61,79 @@ def buffer_copies(hlo: str, rows: int) -> list:
     return re.findall(rf"= (f32\[{rows}(?:,\d+)*\])\S* copy\(", hlo)
 
 
-def copies(variant: str, utd: int, hidden: str, buffer_size: int) -> dict:
+def command(script: Path, cell: dict, buffer_size: int) -> list:
+    """One iteration of the cell, after RANDOM_STEPS random steps of every env."""
+    n, steps = cell["num_envs"], cell["steps_per_iteration"]
+    flags = ["--env-id", cell["env_id"], "--hidden", cell["hidden"], "--num-envs", str(n)]
+    flags += ["--updates-per-step", str(cell["updates_per_step"]), "--steps-per-iteration", str(steps)]
+    flags += ["--buffer-size", str(buffer_size), "--learning-starts", str(RANDOM_STEPS * n)]
+    flags += ["--total-timesteps", str((RANDOM_STEPS + steps) * n), "--no-tensorboard", "--quiet", "--no-cuda"]
+    return [sys.executable, str(script), *flags, *(["--full-buffer"] if cell["full_buffer"] else [])]
+
+
+def copies(script, cell: dict, buffer_size: int) -> list:
+    """The buffer copies in the optimized iteration of `script` (a sac_jax_*.py file) at `cell`."""
     with tempfile.TemporaryDirectory() as dump:
-        flags = f"--xla_dump_to={dump} --xla_dump_hlo_as_text"
-        command = [sys.executable, str(ROOT / f"sac_{variant}.py"), "--hidden", hidden, "--updates-per-step", str(utd)]
-        command += ["--buffer-size", str(buffer_size), "--learning-starts", "256", "--steps-per-iteration", "100"]
-        command += ["--total-timesteps", "356", "--no-tensorboard", "--quiet", "--no-cuda"]
-        done = subprocess.run(command, env={**os.environ, "XLA_FLAGS": flags}, capture_output=True, text=True)
+        env = {**os.environ, "XLA_FLAGS": f"--xla_dump_to={dump} --xla_dump_hlo_as_text", "PYTHONPATH": str(ROOT)}
+        done = subprocess.run(command(Path(script), cell, buffer_size), env=env, capture_output=True, text=True)
         if done.returncode:
-            raise SystemExit(f"studies/buffer_copies.py: {variant} failed: {done.stderr.strip().splitlines()[-1]}")
-        (path,) = [p for p in Path(dump).glob("*.jit_iteration.*after_optimizations.txt")]
-        found = buffer_copies(path.read_text(), buffer_size)
-    return {"variant": variant, "updates_per_step": utd, "hidden": hidden, "buffer_size": buffer_size, "copies": found}
+            last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+            raise RuntimeError(f"{Path(script).name} failed at {cell}: {last}")
+        (path,) = Path(dump).glob("*.jit_iteration.*after_optimizations.txt")
+        return buffer_copies(path.read_text(), buffer_size)
+
+
+def versions() -> dict:
+    import importlib.metadata
+
+    return {name: importlib.metadata.version(name) for name in ("jax", "jaxlib", "flax", "equinox")}
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--utd", default="1,2", help="update-to-data ratios, comma-separated")
-    parser.add_argument("--hidden", default="64,64")
-    parser.add_argument("--buffer-size", type=int, default=1_000_000)
-    parser.add_argument("--out", help="write the rows as JSON here")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, from " + ", ".join(VARIANTS))
+    parser.add_argument("--cells", help="comma-separated indices (1-based) of the cells to check; default all")
+    parser.add_argument("--buffer-size", type=int, default=1_000_000, help="the scripts' default, 1000000")
+    parser.add_argument("--out", help="write the rows, the versions and the commit as JSON here")
+    parser.error = lambda message: sys.exit(print(f"error: studies/buffer_copies.py: {message}", file=sys.stderr) or 2)
     args = parser.parse_args(argv)
-    try:
-        ratios = [int(x) for x in args.utd.split(",")]
-        assert all(r > 0 for r in ratios)
-    except (ValueError, AssertionError):
-        print(f"studies/buffer_copies.py: --utd must be positive integers, comma-separated; got {args.utd!r}", file=sys.stderr)
+    cells = preset_cells()
+    variants = args.variants.split(",")
+    problem = None
+    if unknown := [v for v in variants if v not in VARIANTS]:
+        problem = f"--variants: unknown {', '.join(unknown)}; from {', '.join(VARIANTS)}"
+    elif args.buffer_size < max(c["num_envs"] * RANDOM_STEPS for c in cells):
+        problem = f"--buffer-size must hold the random steps of every cell, {max(c['num_envs'] for c in cells) * RANDOM_STEPS} rows or more; got {args.buffer_size}"
+    elif args.cells is not None:
+        try:
+            chosen = [int(x) for x in args.cells.split(",")]
+            assert chosen and all(1 <= i <= len(cells) for i in chosen)
+        except (ValueError, AssertionError):
+            problem = f"--cells must be indices from 1 to {len(cells)}, comma-separated; got {args.cells!r}"
+        else:
+            cells = [cells[i - 1] for i in chosen]
+    if problem:
+        print(f"error: studies/buffer_copies.py: {problem}", file=sys.stderr)
         return 2
     if args.out:
         check_out(args.out, "--out")
-    rows = [copies(v, utd, args.hidden, args.buffer_size) for utd in ratios for v in VARIANTS]
-    for row in rows:
-        print(f"{row['variant']:<12} UTD {row['updates_per_step']}: {len(row['copies'])} buffer copies a step {row['copies']}")
+    rows = []
+    for i, cell in enumerate(cells, 1):
+        for variant in variants:
+            try:
+                found = copies(ROOT / f"sac_{variant}.py", cell, args.buffer_size)
+            except RuntimeError as e:
+                print(f"error: studies/buffer_copies.py: {e}", file=sys.stderr)
+                return 1
+            rows.append({"variant": variant, **cell, "buffer_size": args.buffer_size, "copies": found})
+            print(f"[{i}/{len(cells)}] {variant:<12} {cell}: {len(found)} buffer copies {found}", flush=True)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     if args.out:
-        write_atomic(args.out, json.dumps(rows, indent=1) + "\n")
-    return 0
+        result = {"git_commit": commit or None, "versions": versions(), "rows": rows}
+        write_atomic(args.out, json.dumps(result, indent=1) + "\n")
+    copying = [r for r in rows if r["copies"]]
+    print(f"{len(copying)} of {len(rows)} programs copy their buffer")
+    return 1 if copying else 0
 
 
 if __name__ == "__main__":

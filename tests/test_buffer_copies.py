@@ -1,0 +1,59 @@
+"""No JAX SAC iteration copies its replay buffer (studies/buffer_copies.py reads XLA's optimized program); the count
+finds the copies of a program that makes them; the study refuses bad input before any work."""
+
+import subprocess
+import sys
+
+import pytest
+
+from studies import buffer_copies
+from studies.buffer_copies import ROOT, VARIANTS
+
+# One env and one gradient step a step: the cell where XLA once inlined the gradient-step loop and copied the buffer
+CELL = dict(env_id="Pendulum-v1", hidden="64,64", num_envs=1, updates_per_step=1, steps_per_iteration=50, full_buffer=False)
+ROWS = 1_000_000  # the scripts' default: what XLA decides may depend on the size
+COPYING = "ca9a9c4"  # the last commit whose Linen and Equinox iterations copied the buffer at CELL
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_no_jax_sac_iteration_copies_its_buffer(variant):
+    assert buffer_copies.copies(ROOT / f"sac_{variant}.py", CELL, ROWS) == []
+
+
+def test_the_count_finds_the_copies_of_a_program_that_makes_them(tmp_path):
+    """sac_jax_linen.py as it was at COPYING, with the modules it imported then: 6 copies a step."""
+    for name in ("sac_jax_linen.py", "harness.py", "torch_envs.py"):
+        shown = subprocess.run(["git", "show", f"{COPYING}:{name}"], cwd=ROOT, capture_output=True, text=True)
+        if shown.returncode:
+            pytest.skip(f"this checkout lacks commit {COPYING} (a shallow clone?)")
+        (tmp_path / name).write_text(shown.stdout)
+    found = buffer_copies.copies(tmp_path / "sac_jax_linen.py", CELL, ROWS)
+    assert len(found) == 6 and all(shape.startswith(f"f32[{ROWS}") for shape in found)
+
+
+def test_the_cells_are_every_sac_presets():
+    cells = buffer_copies.preset_cells()
+    assert {c["env_id"] for c in cells} >= {"Pendulum-v1", "MountainCarContinuous-v0", "Reacher-misc", "Swimmer-misc"}
+    assert {c["updates_per_step"] for c in cells} >= {0, 1, 8} and {c["num_envs"] for c in cells} >= {1, 16}
+    assert any(c["full_buffer"] for c in cells) and {c["hidden"] for c in cells} == {"64,64", "256,256"}
+
+
+@pytest.mark.parametrize(
+    "flags, says",
+    [
+        (["--buffer-size", "0"], "--buffer-size must hold"),
+        (["--hidden", "0"], "unrecognized arguments: --hidden 0"),  # the sizes are the presets'
+        (["--buffer-size", "x"], "invalid int value"),
+        (["--variants", "jax_flax"], "--variants: unknown jax_flax"),
+        (["--cells", "0"], "--cells must be indices"),
+        (["--cells", "x"], "--cells must be indices"),
+        (["--out", "/proc/no/such.json"], "--out"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2_before_any_work(flags, says, tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "studies.buffer_copies", *flags], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and says in lines[0], done.stderr
+    assert "buffer copies" not in done.stdout  # no cell was checked
