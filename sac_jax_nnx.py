@@ -369,11 +369,14 @@ def train(args: Args) -> dict:
                 learner, info = update(learner, batch, update_key, target_entropy, args)
                 return learner, key, jax.tree.map(jnp.add, info_sum, info)
 
-            # A loop whose trip count XLA cannot read. Given a count of 1 it would inline the loop, fuse the store above
+            # On a CPU, a trip count XLA cannot read: given a count of 1 it would inline the loop, fuse the store above
             # into the sample's gather, and then copy the whole buffer every step to keep the rows the gather reads
-            # (python -m studies.buffer_copies counts such copies). Its metrics are summed, as a loop of unknown length
-            # cannot stack them.
-            trips = jax.lax.optimization_barrier(jnp.int32(args.updates_per_step))
+            # (python -m studies.buffer_copies counts such copies). Not on a GPU, where a loop of unknown count reads
+            # its condition back to the host every trip (XLA's WhileThunk): there the count stays known, a scan, and
+            # gpu-check counts the copies. The metrics are summed, as a loop of unknown count cannot stack them.
+            trips = args.updates_per_step
+            if device.platform == "cpu":
+                trips = jax.lax.optimization_barrier(jnp.int32(trips))
             zeros = dict.fromkeys(METRICS, jnp.float32(0))
             learner, key, info = nnx.fori_loop(0, trips, gradient_step, (learner, carry.key, zeros))
             return (learner, carry._replace(key=key)), (finished, info)
