@@ -367,7 +367,8 @@ def train(args: Args) -> dict:
             # into the sample's gather, and then copy the whole buffer every step to keep the rows the gather reads
             # (python -m studies.buffer_copies counts such copies). Not on a GPU, where a loop of unknown count reads
             # its condition back to the host every trip (XLA's WhileThunk): there the count stays known, a scan, and
-            # gpu-check counts the copies. The metrics are summed, as a loop of unknown count cannot stack them.
+            # studies.buffer_copies --cuda counts the copies. The metrics are summed: a loop of unknown count cannot
+            # stack them.
             trips = args.updates_per_step
             if device.platform == "cpu":
                 trips = jax.lax.optimization_barrier(jnp.int32(trips))

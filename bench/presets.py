@@ -251,14 +251,14 @@ PRESETS = {
         "repeats": 10,
         "timeout": 1800,
     },
-    # Which of gymnax's other continuous environments SAC learns: jax_nnx (the fastest SAC variant at one env and UTD
-    # 1 here, its Pendulum-v1 learning indistinguishable from Linen's), size s, 50000 steps of which CleanRL's 5000
-    # random, seeds 1-5. A run learns what its final return has over the random steps' (plot.py).
+    # Which of gymnax's other continuous environments SAC learns: Linen and NNX (which draw the same random numbers:
+    # their agreement checks the program, not learning) and eager torch (its own draws), size s, 50000 steps of which
+    # CleanRL's 5000 random, seeds 1-5. A run learns what its final return has over the random steps' (plot.py).
     "sac-envs": {
         "algorithm": "sac",
         "experiments": ["learn"],
         "learn_envs": ["MountainCarContinuous-v0", "Reacher-misc", "Swimmer-misc", "PointRobot-misc"],
-        "variants": ["jax_nnx"],
+        "variants": ["jax_linen", "jax_nnx", "torch"],
         "learn_flags": ["--total-timesteps", 50000, "--learning-starts", 5000],
         "repeats": 5,
         "timeout": 1800,

@@ -35,8 +35,9 @@ def cell_name(cell: tuple, hidden) -> str:
     return f"{env}, {size} ({'x'.join(map(str, hidden))}), {num_envs} env{'s' * (num_envs > 1)}, {what}" + ", full buffer" * full
 
 
-# What a record's args may differ in and still join its cell's blocks: the run's own name, seed and outputs.
-PER_RUN = frozenset({"seed", "exp_name", "json_out", "quiet", "tensorboard"})
+# What a record's args may differ in and still join its cell's blocks: the run's own name, seed and outputs, and what
+# makes a variant of a script (its environment stack, CUDA graphs: bench/variants.py names them apart).
+PER_RUN = frozenset({"seed", "exp_name", "json_out", "quiet", "tensorboard", "env_backend", "cuda_graphs"})
 
 
 class MixedSettings(ValueError):
@@ -111,7 +112,10 @@ def split(runs) -> list:
             if not seeds:
                 continue
             share, low, high = median_with_interval([steps[k] / both[k] for k in seeds])
-            per = next(r for r in whole if r.variant == variant).record["args"]["steps_per_iteration"]
+            per = {r.record["args"]["steps_per_iteration"] for r in [*alone, *whole] if r.variant == variant}
+            if len(per) != 1:  # iterations of other sizes: their times do not subtract
+                continue
+            per = per.pop()
             step_s, whole_s = float(np.median([steps[k] for k in seeds])), float(np.median([both[k] for k in seeds]))
             rows.append(
                 {

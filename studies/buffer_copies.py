@@ -10,6 +10,7 @@ iteration and --full-buffer. XLA decides afresh with every jax release: run it a
 
     python -m studies.buffer_copies --out results/studies/sac-buffer/copies.json   # every cell, about 10 minutes
     python -m studies.buffer_copies --cells 1 --variants jax_linen                 # one cell, to check a program
+    python -m studies.buffer_copies --cuda                                         # on a GPU (skipped without one)
 
 It exits 1 if any program copies its buffer; bad input gets one line and exit 2, before any work.
 """
@@ -61,26 +62,30 @@ def buffer_copies(hlo: str, rows: int) -> list:
     return re.findall(rf"= (f32\[{rows}(?:,\d+)*\])\S* copy\(", hlo)
 
 
-def command(script: Path, cell: dict, buffer_size: int) -> list:
-    """One iteration of the cell, after RANDOM_STEPS random steps of every env."""
+def command(script: Path, cell: dict, buffer_size: int, cuda: bool = False) -> list:
+    """One iteration of the cell, after RANDOM_STEPS random steps of every env; on the GPU with `cuda`."""
     n, steps = cell["num_envs"], cell["steps_per_iteration"]
     flags = ["--env-id", cell["env_id"], "--hidden", cell["hidden"], "--num-envs", str(n)]
     flags += ["--updates-per-step", str(cell["updates_per_step"]), "--steps-per-iteration", str(steps)]
     flags += ["--buffer-size", str(buffer_size), "--learning-starts", str(RANDOM_STEPS * n)]
-    flags += ["--total-timesteps", str((RANDOM_STEPS + steps) * n), "--no-tensorboard", "--quiet", "--no-cuda"]
+    flags += ["--total-timesteps", str((RANDOM_STEPS + steps) * n), "--no-tensorboard", "--quiet"]
+    flags += ["--cuda" if cuda else "--no-cuda"]
     return [sys.executable, str(script), *flags, *(["--full-buffer"] if cell["full_buffer"] else [])]
 
 
-def copies(script, cell: dict, buffer_size: int) -> list:
-    """The buffer copies in the optimized iteration of `script` (a sac_jax_*.py file) at `cell`."""
+def copies(script, cell: dict, buffer_size: int, cuda: bool = False) -> list:
+    """The buffer copies in the optimized iteration of `script` (a sac_jax_*.py file) at `cell`, on the GPU with
+    `cuda` (whose compiler decides on its own: its loops keep their known trip counts, sac_jax_linen.py says why)."""
     with tempfile.TemporaryDirectory() as dump:
         env = {**os.environ, "XLA_FLAGS": f"--xla_dump_to={dump} --xla_dump_hlo_as_text", "PYTHONPATH": str(ROOT)}
-        done = subprocess.run(command(Path(script), cell, buffer_size), env=env, capture_output=True, text=True)
+        done = subprocess.run(command(Path(script), cell, buffer_size, cuda), env=env, capture_output=True, text=True)
         if done.returncode:
             last = (done.stderr.strip().splitlines() or ["no message"])[-1]
             raise RuntimeError(f"{Path(script).name} failed at {cell}: {last}")
-        (path,) = Path(dump).glob("*.jit_iteration.*after_optimizations.txt")
-        return buffer_copies(path.read_text(), buffer_size)
+        programs = sorted(Path(dump).glob("*.jit_iteration.*after_optimizations.txt"))
+        if not programs:
+            raise RuntimeError(f"{Path(script).name} at {cell}: XLA dumped no optimized jit_iteration program")
+        return [shape for path in programs for shape in buffer_copies(path.read_text(), buffer_size)]
 
 
 def versions() -> dict:
@@ -95,6 +100,7 @@ def main(argv=None) -> int:
     parser.add_argument("--cells", help="comma-separated indices (1-based) of the cells to check; default all")
     parser.add_argument("--buffer-size", type=int, default=1_000_000, help="the scripts' default, 1000000")
     parser.add_argument("--out", help="write the rows, the versions and the commit as JSON here")
+    parser.add_argument("--cuda", action="store_true", help="on the GPU (where one is visible to jax; else skipped)")
     parser.error = lambda message: sys.exit(print(f"error: studies/buffer_copies.py: {message}", file=sys.stderr) or 2)
     args = parser.parse_args(argv)
     cells = preset_cells()
@@ -117,11 +123,17 @@ def main(argv=None) -> int:
         return 2
     if args.out:
         check_out(args.out, "--out")
+    if args.cuda:
+        import jax
+
+        if jax.default_backend() != "gpu":
+            print("studies/buffer_copies.py --cuda: skipped: no GPU visible to jax (nothing checked, nothing written)")
+            return 0
     rows = []
     for i, cell in enumerate(cells, 1):
         for variant in variants:
             try:
-                found = copies(ROOT / f"sac_{variant}.py", cell, args.buffer_size)
+                found = copies(ROOT / f"sac_{variant}.py", cell, args.buffer_size, args.cuda)
             except RuntimeError as e:
                 print(f"error: studies/buffer_copies.py: {e}", file=sys.stderr)
                 return 1
@@ -129,7 +141,7 @@ def main(argv=None) -> int:
             print(f"[{i}/{len(cells)}] {variant:<12} {cell}: {len(found)} buffer copies {found}", flush=True)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     if args.out:
-        result = {"git_commit": commit or None, "versions": versions(), "rows": rows}
+        result = {"git_commit": commit or None, "versions": versions(), "device": "gpu" if args.cuda else "cpu", "rows": rows}
         write_atomic(args.out, json.dumps(result, indent=1) + "\n")
     copying = [r for r in rows if r["copies"]]
     print(f"{len(copying)} of {len(rows)} programs copy their buffer")

@@ -177,7 +177,7 @@ def main() -> None:
     parser.add_argument("--size", default="s", help="the model size: s, m or l (the sweep's)")
     parser.add_argument("--iterations", type=int, default=21, help="iterations a run (iteration 0 is not counted)")
     parser.add_argument("--blocks", type=int, default=4, help="blocks of runs (an interval needs 2)")
-    parser.add_argument("--out", default="results/run_settings.json")
+    parser.add_argument("--out", default="benchmark_out/studies/run_settings.json")  # a committed result names its --out
     parser.add_argument("--pool", help="run nothing: pool the blocks of these outputs (comma-separated) into --out")
     parser.add_argument("--other-code", help="other_code's checkout: the directory of the variant scripts it runs")
     parser.add_argument(

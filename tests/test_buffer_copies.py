@@ -57,3 +57,16 @@ def test_bad_input_is_one_line_and_exit_2_before_any_work(flags, says, tmp_path)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and says in lines[0], done.stderr
     assert "buffer copies" not in done.stdout  # no cell was checked
+
+
+def test_on_a_machine_without_a_gpu_the_gpu_check_says_skipped_and_writes_nothing(tmp_path):
+    import jax
+
+    if jax.default_backend() == "gpu":
+        pytest.skip("a GPU is visible: the check runs there")
+    out = tmp_path / "copies.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "studies.buffer_copies", "--cuda", "--out", str(out)], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0 and "skipped" in done.stdout and "ok" not in done.stdout.lower().split()
+    assert not out.exists()

@@ -58,3 +58,16 @@ def test_a_sweep_into_a_folder_of_another_presets_sweep_is_refused(tmp_path):
     assert done.returncode == 2 and len(lines) == 1 and "sac" in lines[0] and "quick" in lines[0], done.stderr
     assert json.loads((out / "env_cost.json").read_text()) == {"Pendulum-v1": 6.1}
     assert sorted(p.name for p in out.rglob("*")) == ["env_cost.json", "logs", "preset"]
+
+
+def test_no_studys_default_output_is_a_committed_result():
+    """A study run without --out (a quick try, a --quick mode) writes where nothing committed lies: each committed
+    result's command names its --out."""
+    import re
+
+    for path in sorted((ROOT / "studies").glob("*.py")):
+        for default in re.findall(r'add_argument\(\s*"--out",[^)]*?default=([^,)]+)', path.read_text()):
+            assert "results" not in default, f"{path.name}: --out defaults to {default}"
+    from studies import replay_buffers
+
+    assert "results" not in replay_buffers.DEFAULT_OUT

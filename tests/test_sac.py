@@ -221,3 +221,33 @@ def test_each_script_learns_pendulum(name, tmp_path):
     proc = run(name, *flags, "--json-out", "run.json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads((tmp_path / "run.json").read_text())["final_return"] > -300
+
+
+def test_the_final_return_is_the_end_of_the_run_whatever_an_iterations_size():
+    """20 iterations whose episodes return -1000 + 50 i: final_return averages the last tenth of them (2), not the
+    last 10, which for a run of 20 big iterations is its second half."""
+    import contextlib
+    import time
+
+    import jax
+
+    module = load("jax_linen")
+    args = module.Args(quiet=True, tensorboard=False, total_timesteps=21000, learning_starts=1000)
+    log = module.harness.Log(args, "jax_linen", {"jax": jax.devices("cpu")[0]}, module.LIBRARIES, 20, time.perf_counter(), 1000, 0)
+    for i in range(20):
+        with log.timed(contextlib.nullcontext()):
+            pass
+        log.iteration({"episodes": 5, "return_sum": 5 * (-1000.0 + 50 * i), "length_sum": 1000})
+    record = log.record({"w": np.zeros(3)})
+    assert record["final_window"] == 2 and record["episodes"] == [5] * 20
+    assert record["final_return"] == pytest.approx((-1000 + 50 * 18 - 1000 + 50 * 19) / 2)
+
+
+def test_a_record_made_before_final_window_gets_its_final_return_made_again_for_the_new_window():
+    from report.records import final_return
+
+    old = {"episodic_return": [float(i) for i in range(19)], "final_return": 13.5}  # the mean of its last 10
+    assert final_return(old) == pytest.approx((17 + 18) / 2)  # its last 2 of 19
+    hundred = {"episodic_return": [float(i) for i in range(100)], "final_return": 123.0}  # 10 of 100: as recorded
+    assert final_return(hundred) == 123.0
+    assert final_return({"episodic_return": [1.0, 2.0], "final_return": 7.0, "final_window": 1}) == 7.0

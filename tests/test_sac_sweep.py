@@ -131,7 +131,7 @@ def test_the_off_policy_report_gives_each_cells_ratio_and_the_learning(tmp_path)
 
 def test_which_environments_sac_learns_is_told_from_each_runs_gain_over_its_random_steps(tmp_path):
     made = plan("--preset", "sac-envs")
-    assert {r.variant for r in made.runs} == {"jax_nnx"} and len(made.runs) == 5 * 4
+    assert {r.variant for r in made.runs} == {"jax_linen", "jax_nnx", "torch"} and len(made.runs) == 3 * 5 * 4
     for run in made.runs:
         args = parsed_args(ROOT / run.script, command(run))
         assert (args["total_timesteps"], args["learning_starts"]) == (50000, 5000)
@@ -195,4 +195,91 @@ def test_plot_gives_a_set_of_both_algorithms_a_report_each(tmp_path):
     alone, mixed = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("alone", "mixed"))
     assert json.dumps(alone).replace(str(ppo), "DIR") == json.dumps(mixed).replace(str(both), "DIR")
     sac = (tmp_path / "mixed" / "sac" / "summary.md").read_text()
-    assert "Pendulum-v1, s (64x64), 16 envs, UTD 1 (3 blocks)" in sac and "Pendulum" not in json.dumps(mixed)
+    assert "Pendulum-v1, s (64x64), 16 envs, UTD 1 (3 blocks; " in sac and "Pendulum" not in json.dumps(mixed)
+
+
+def sac_sweep(directory, *flags, steady=None, **changes):
+    """The sac preset's runs at s on Pendulum-v1 (3 blocks) as records in `directory`: torch twice Linen's time.
+    changes: fields to set in every record (or, as args_NAME, in its args)."""
+    for run in plan("--preset", "sac", "--envs", "Pendulum-v1", "--sizes", "s", "--repeats", "3", *flags).runs:
+        record = record_of(run, steady=steady or (2.0 if run.variant == "torch" else 1.0))
+        record["cpu"] = {"model": "test CPU", "cores": 2}  # a machine, as plot.py names it
+        for key, value in changes.items():
+            if key.startswith("args_"):
+                record["args"][key[5:]] = value
+            else:
+                record[key] = value
+        path = directory / f"{run.name}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(record))
+
+
+def test_a_cell_joins_records_of_one_setting_only(tmp_path, capsys):
+    """Records of another gamma in the same folder would join a cell's blocks unseen: refused in one line, by the
+    report and by plot.py, which writes nothing."""
+    import plot
+
+    sac_sweep(tmp_path / "records")
+    runs, _ = load_runs(tmp_path / "records")
+    assert offpolicy.summary(runs)["timing"]  # alone, one setting: a report
+    one = next((tmp_path / "records" / "overall").glob("jax_nnx__*__seed2.json"))
+    record = json.loads(one.read_text())
+    record["args"]["gamma"] = 0.9
+    one.write_text(json.dumps(record))
+    runs, _ = load_runs(tmp_path / "records")
+    with pytest.raises(offpolicy.MixedSettings, match="differ in gamma"):
+        offpolicy.summary(runs)
+    out = tmp_path / "report"
+    assert plot.main([str(tmp_path / "records"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "differ in gamma (0.9, 0.99)" in err[0] and not out.exists()
+
+
+def test_a_cell_without_linen_is_reported_without_a_ratio(tmp_path):
+    sac_sweep(tmp_path, "--variants", "jax_nnx,torch")
+    runs, _ = load_runs(tmp_path)
+    text = offpolicy.markdown(offpolicy.summary(runs))
+    assert "no jax_linen runs to divide by" in text
+
+
+def test_the_steps_and_the_updates_are_told_apart_from_the_steps_alone(tmp_path):
+    """UTD 0 (the steps alone) at a third of UTD 1's time: the steps' share is a third in every variant, and the
+    microseconds of a gradient step the rest."""
+    for run in plan("--preset", "sac", "--envs", "Pendulum-v1", "--sizes", "s", "--repeats", "3").runs:
+        args = parsed_args(ROOT / run.script, command(run))
+        if args["num_envs"] != 1 or args["updates_per_step"] > 1 or args["full_buffer"]:
+            continue
+        record = record_of(run, steady=0.5 if args["updates_per_step"] == 0 else 1.5)
+        (tmp_path / f"{run.name}.json").parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f"{run.name}.json").write_text(json.dumps(record))
+    runs, _ = load_runs(tmp_path)
+    split = offpolicy.summary(runs)["split"]
+    assert {r["variant"] for r in split} == {"jax_linen", "jax_nnx", "jax_equinox", "torch", "torch_compile"}
+    for row in split:
+        assert row["steps_share"] == pytest.approx(1 / 3) and row["blocks"] == 3
+        assert row["step_us"] == pytest.approx(1e6 * 0.5 / 500) and row["gradient_step_us"] == pytest.approx(1e6 * 1.0 / 500)
+
+
+def test_the_off_policy_table_refuses_a_set_of_two_machines(tmp_path):
+    """One record of another CPU model in the timing set: the README's table is refused, not moved."""
+    from report import front
+
+    for name in front.SAC_SOURCES:
+        sac_sweep(tmp_path / name / "records")
+    one = next((tmp_path / "speed/sac-cpu/records/overall").glob("jax_nnx__*__seed2.json"))
+    one.write_text(json.dumps(json.loads(one.read_text()) | {"cpu": {"model": "another CPU", "cores": 2}}))
+    with pytest.raises(front.FrontError, match="speed/sac-cpu: .* 2 machines"):
+        front.offpolicy_table(tmp_path, None, "../")
+
+
+def test_plot_removes_an_off_policy_figure_an_earlier_report_left(tmp_path):
+    import shutil
+
+    import plot
+
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "offpolicy.png").write_bytes(b"\x89PNG an earlier SAC report's")
+    shutil.copytree(ROOT / "results/speed/craftax-sync/records", tmp_path / "ppo")
+    assert plot.main([str(tmp_path / "ppo"), "--out", str(out)]) == 0
+    assert not (out / "offpolicy.png").exists()
