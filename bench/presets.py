@@ -223,7 +223,7 @@ PRESETS = {
         "experiments": ["overall"],
         "envs": ["Pendulum-v1", "MountainCarContinuous-v0"],
         "sizes": ["c", "s"],
-        "repeats": 14,  # blocks of each cell (MountainCarContinuous-v0: 3): about 1 h 45 min on 2 cores
+        "repeats": 14,  # blocks of each cell (MountainCarContinuous-v0: 3, the full buffer 5): about 4 h on 2 cores
         "iterations": 11,  # a steady time over 10, as the gpu preset's
         "timeout": 900,
     },

@@ -1,8 +1,9 @@
 """What the tools refuse, each in one line with exit 2 and nothing written: TF32 asked of a CPU (one line, not the
-no-GPU notice first); a report that would join SAC records of other settings in one cell; a sweep into a folder that
-holds another preset's sweep; a study whose mode would override a flag given to it."""
+no-GPU notice first); a sweep into a folder that holds another preset's sweep; a study whose mode would override a
+flag given to it. And no study writes over a committed result unless told to."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -51,8 +52,9 @@ def test_a_sweep_into_a_folder_of_another_presets_sweep_is_refused(tmp_path):
     (out / "logs").mkdir(parents=True)
     (out / "logs" / "preset").write_text("sac\n")  # what a sac sweep leaves there
     (out / "env_cost.json").write_text(json.dumps({"Pendulum-v1": 6.1}))
+    env = {**os.environ, "PYTHON": sys.executable}  # the interpreter of these tests, as tests/test_benchmark.py runs it
     done = subprocess.run(
-        ["bash", "benchmark.sh", "--preset", "quick", "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=120
+        ["bash", "benchmark.sh", "--preset", "quick", "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env
     )
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and "sac" in lines[0] and "quick" in lines[0], done.stderr
