@@ -182,7 +182,9 @@ def fill(buffer: Buffer) -> Buffer:
     """Every row full: the empty ones get copies of the stored ones, in order (--full-buffer)."""
     capacity = buffer.data.reward.shape[0]
     rows = jnp.arange(capacity) % buffer.size
-    return buffer._replace(data=jax.tree.map(lambda stored: stored[rows], buffer.data), size=jnp.full_like(buffer.size, capacity))
+    return buffer._replace(
+        data=jax.tree.map(lambda stored: stored[rows], buffer.data), size=jnp.full_like(buffer.size, capacity)
+    )
 
 
 # ---------------------------------------------------------------- losses

@@ -50,6 +50,7 @@ def save(fig, out, name: str, legend_inches: float = 0.0) -> None:
 def layout_problems(fig) -> list:
     """What a reader would stumble on, as drawn: a text (title, axis label, tick label, legend entry, note) reaching
     outside the canvas, two texts overlapping, a legend over a plotted point."""
+    fig.canvas.draw()  # at the figure's own dpi: savefig's renderer may be another's
     renderer = fig.canvas.get_renderer()
     canvas = fig.bbox
     hidden = set()  # tick labels matplotlib keeps beyond the axis's view, which it does not draw
@@ -79,7 +80,12 @@ def layout_problems(fig) -> list:
                 if line.get_marker() in (None, "None", "") or not line.get_visible():
                     continue
                 points = ax.transData.transform(np.column_stack(line.get_data()).astype(float))
-                inside = (points[:, 0] > frame.x0) & (points[:, 0] < frame.x1) & (points[:, 1] > frame.y0) & (points[:, 1] < frame.y1)
+                inside = (
+                    (points[:, 0] > frame.x0)
+                    & (points[:, 0] < frame.x1)
+                    & (points[:, 1] > frame.y0)
+                    & (points[:, 1] < frame.y1)
+                )
                 if inside.any():
                     problems.append(f"the legend covers a point of {line.get_label()!r}")
     return problems

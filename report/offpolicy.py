@@ -32,7 +32,9 @@ def cell_of(run) -> tuple:
 def cell_name(cell: tuple, hidden) -> str:
     env, size, num_envs, utd, full = cell
     what = "steps alone (UTD 0)" if utd == 0 else f"UTD {utd}"
-    return f"{env}, {size} ({'x'.join(map(str, hidden))}), {num_envs} env{'s' * (num_envs > 1)}, {what}" + ", full buffer" * full
+    return (
+        f"{env}, {size} ({'x'.join(map(str, hidden))}), {num_envs} env{'s' * (num_envs > 1)}, {what}" + ", full buffer" * full
+    )
 
 
 # What a record's args may differ in and still join its cell's blocks: the run's own name, seed and outputs, and what
@@ -244,7 +246,14 @@ def split_markdown(rows: list) -> list:
     head = ["cell", "variant", "blocks", "steps' share of the iteration [95% CI]", "us a step", "us a gradient step"]
     ci = lambda r: f" [{r['steps_share_ci_low']:.2f}, {r['steps_share_ci_high']:.2f}]" if r["blocks"] >= 3 else ""
     body = [
-        [r["cell"], r["variant"], r["blocks"], f"{r['steps_share']:.2f}{ci(r)}", f"{r['step_us']:.0f}", f"{r['gradient_step_us']:.0f}"]
+        [
+            r["cell"],
+            r["variant"],
+            r["blocks"],
+            f"{r['steps_share']:.2f}{ci(r)}",
+            f"{r['step_us']:.0f}",
+            f"{r['gradient_step_us']:.0f}",
+        ]
         for r in rows
     ]
     return [table(head, body)]

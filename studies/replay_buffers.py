@@ -247,7 +247,9 @@ def main(argv=None) -> int:
     parser.add_argument("--blocks", type=int, help="blocks, each running every variant with both buffers (default 6)")
     parser.add_argument("--buffer-size", type=int, help="the buffers' capacity (rows; default 1000000)")
     parser.add_argument("--quick", action="store_true", help=f"tiny runs, 1 block, {QUICK['buffer_size']} rows (the tests')")
-    parser.add_argument("--out", default=DEFAULT_OUT, help=f"default {DEFAULT_OUT}; the committed result's is in the docstring")
+    parser.add_argument(
+        "--out", default=DEFAULT_OUT, help=f"default {DEFAULT_OUT}; the committed result's is in the docstring"
+    )
     parser.add_argument("--one", nargs=2, metavar=("VARIANT", "BUFFER"), help="run one training (the study's runs)")
     parser.add_argument("--json", help="with --one: where its run writes what the study keeps")
     a = parser.parse_args(argv)

@@ -53,7 +53,9 @@ def one(variant: str, hidden: str, out: str) -> None:
 
     harness.Log.timed = profiled
     flags = dict(env_id="Pendulum-v1", hidden=hidden, num_envs=1, updates_per_step=1, steps_per_iteration=STEPS)
-    args = module.Args(**flags, learning_starts=1000, total_timesteps=1000 + 3 * STEPS, cuda=False, tensorboard=False, quiet=True)
+    args = module.Args(
+        **flags, learning_starts=1000, total_timesteps=1000 + 3 * STEPS, cuda=False, tensorboard=False, quiet=True
+    )
     record = module.train(args)
     events = found["events"]
     rows = sorted(events, key=lambda e: e.self_cpu_time_total, reverse=True)

@@ -66,7 +66,9 @@ SCHEMA_KEYS = {
     "compiles_after_first_iteration",
     "caches",
     "episodic_return",
+    "episodes",
     "final_return",
+    "final_window",
     "timestamp",
 }
 TENSORBOARD_TAGS = {

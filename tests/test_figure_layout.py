@@ -57,7 +57,9 @@ def test_the_off_policy_figure_has_no_problem_with_a_sweeps_cells_and_variants(t
     variants = {"jax_nnx": 0.9, "jax_equinox": 1.1, "torch": 9.5, "torch+torchenv": 8.0, "torch_compile": 12.0}
     variants["torch_compile+torchenv"] = 11.0
     rows = [
-        {"cell": c, "variant": v, "ratio": r, "ci_low": r * 0.9, "ci_high": r * 1.1} for c in cells for v, r in variants.items()
+        {"cell": c, "variant": v, "ratio": r, "ci_low": r * 0.9, "ci_high": r * 1.1}
+        for c in cells
+        for v, r in variants.items()
     ]
     offpolicy_figures.draw({"timing": rows}, tmp_path)
     assert figures.LAYOUT[offpolicy_figures.FIGURE] == []

@@ -54,7 +54,12 @@ def test_a_sweep_into_a_folder_of_another_presets_sweep_is_refused(tmp_path):
     (out / "env_cost.json").write_text(json.dumps({"Pendulum-v1": 6.1}))
     env = {**os.environ, "PYTHON": sys.executable}  # the interpreter of these tests, as tests/test_benchmark.py runs it
     done = subprocess.run(
-        ["bash", "benchmark.sh", "--preset", "quick", "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env
+        ["bash", "benchmark.sh", "--preset", "quick", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
     )
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and "sac" in lines[0] and "quick" in lines[0], done.stderr

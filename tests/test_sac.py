@@ -233,7 +233,9 @@ def test_the_final_return_is_the_end_of_the_run_whatever_an_iterations_size():
 
     module = load("jax_linen")
     args = module.Args(quiet=True, tensorboard=False, total_timesteps=21000, learning_starts=1000)
-    log = module.harness.Log(args, "jax_linen", {"jax": jax.devices("cpu")[0]}, module.LIBRARIES, 20, time.perf_counter(), 1000, 0)
+    log = module.harness.Log(
+        args, "jax_linen", {"jax": jax.devices("cpu")[0]}, module.LIBRARIES, 20, time.perf_counter(), 1000, 0
+    )
     for i in range(20):
         with log.timed(contextlib.nullcontext()):
             pass
