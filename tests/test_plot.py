@@ -78,6 +78,7 @@ def record(experiment, variant, env, size, seed, *, total, iteration, num_envs=3
         "compiles_after_first_iteration": 0,
         "episodic_return": returns or [None, *[10.0 * (i + 1) for i in range(ITERATIONS - 1)]],
         "final_return": final,
+        "final_window": 1,  # the window `final` was taken over: as recorded (report/records.py's final_return)
     }
 
 

@@ -48,7 +48,9 @@ def test_a_run_from_the_command_line_writes_a_record_like_linens(name, tmp_path)
     # sac_jax_linen.py's count for TINY (test_sac): actor, two Q networks, log alpha
     assert record["param_count"] == (128 + 1056 + 66) + 2 * (160 + 1056 + 33) + 1
     assert record["compiles_after_first_iteration"] == 0
-    assert record["final_return"] is not None and record["random_duration"] > 0
+    # Pendulum's episodes end at each env's 200th step, in iteration 3: none in the last, the final return's window
+    assert record["episodes"] == [0, 0, 0, 2, 0] and record["final_window"] == 1 and record["final_return"] is None
+    assert record["episodic_return"][3] is not None and record["random_duration"] > 0
 
 
 @pytest.mark.parametrize("name", JAX)

@@ -286,6 +286,7 @@ def test_jobs_2_is_refused_for_timing_on_a_cpu_and_runs_learn_two_at_a_time(tmp_
     assert not out.exists() and not ledger.exists()
     assert sweep(*FAKE_PLAN, "--jobs", "1", "--out", str(out), env={**CPU, "PYTHON": python}).returncode == 0
 
+    out = tmp_path / "learn-out"  # a sweep of another preset goes to a folder of its own
     proc = sweep(
         *LEARN_PLAN, "--repeats", "2", "--jobs", "2", "--out", str(out), env={**CPU, "PYTHON": python, "FAKE_SLEEP": "0.5"}
     )
