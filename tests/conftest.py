@@ -21,6 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # threads of one process would take the cores the others need, several times slower in all.
 # Set before anything loads torch; the scripts' processes inherit it.
 os.environ["GOMP_SPINCOUNT"] = "0"
+# The torch scripts' other OpenMP default, set here too so that importing one in this process (load) changes nothing in
+# os.environ: the background runs start their processes from other threads while a test imports a script.
+os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
 # Inductor compiles in a pool of worker processes by default (one per core), each importing torch first: about 10 s of
 # CPU per process that compiles, on 2 cores shared with the runs beside it, for no gain. In this process and the
 # scripts it starts, inductor compiles in the process itself; what it generates is the same.
