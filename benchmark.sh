@@ -34,7 +34,7 @@ die() { echo "benchmark.sh: $*" >&2; exit 2; }
 # load_plan ARGS...: bench/plan.py checks ARGS (else it says why in one line, and this exits 2) and prints what they
 # choose as assignments: the options (OUT absolute, JOBS, DEVICES, ...), the preset's TIMEOUT, NUM_ENVS and NUM_STEPS,
 # VARIANTS and the MODULES they import, CHECK_ROWS (gpu-check's), USER_ENVS (--envs, to check), COST_ENVS
-# (env_cost.py's), HANDOVER_ENVS (bench/host_cost.py's), and RUNS, one tab-separated line per run in the order they run
+# (bench/env_cost.py's), HANDOVER_ENVS (bench/host_cost.py's), and RUNS, one tab-separated line per run in the order they run
 # (see run); for a sweep, TODO (the indices of the runs not done), INTRO (its first lines: the runs and their estimated
 # duration) and, with --list or --dry-run, the LISTING.
 load_plan() {
@@ -263,12 +263,12 @@ measure_env_costs() {
   # the host's per-call costs and a trace of one torch iteration beside it (bench/host_cost.py).
   local rc=0
   if ((${#COST_ENVS[@]})); then  # (none where only the stacks experiment is timed; its floor is measured all the same)
-    echo "before the first run, each environment's cost per step (env_cost.py): ${COST_ENVS[*]}"
+    echo "before the first run, each environment's cost per step (bench/env_cost.py): ${COST_ENVS[*]}"
     # In the background, as the runs are (run_one): a signal is handled at once, and stops the measuring too.
-    "$PYTHON" "$ROOT/env_cost.py" --out "$OUT/env_cost.json" --num-envs "$NUM_ENVS" "${COST_ENVS[@]}" &
+    "$PYTHON" "$ROOT/bench/env_cost.py" --out "$OUT/env_cost.json" --num-envs "$NUM_ENVS" "${COST_ENVS[@]}" &
     wait $! || rc=$?
     ((rc != 2)) || die "bad --envs (see the error above); nothing was run"
-    ((rc == 0)) || echo "warning: env_cost.py failed (exit code $rc); plot.py will order environments by name"
+    ((rc == 0)) || echo "warning: bench/env_cost.py failed (exit code $rc); plot.py will order environments by name"
   fi
   ((${#HANDOVER_ENVS[@]})) || return 0
   rc=0
@@ -359,11 +359,11 @@ start_slot() {
   SLOT_PID[s]=$! SLOT_RUN[s]=$i SLOT_DEV[s]=$dev
 }
 
-# costs_measured: OUT/env_cost.json can be read as env_cost.py reads it (bench/outputs.py's earlier_result): a file
+# costs_measured: OUT/env_cost.json can be read as bench/env_cost.py reads it (bench/outputs.py's earlier_result): a file
 # missing, or one that cannot be read as a JSON object, is measured again, as the sweep does.
 costs_measured() {
   "$PYTHON" -c 'import sys; sys.path.insert(0, sys.argv[1]); from bench.outputs import earlier_result
-sys.exit(not earlier_result(sys.argv[2]))' "$ROOT" "$OUT/env_cost.json" 2>/dev/null  # env_cost.py warns
+sys.exit(not earlier_result(sys.argv[2]))' "$ROOT" "$OUT/env_cost.json" 2>/dev/null  # bench/env_cost.py warns
 }
 
 # run_task: --task, one run of a plan that other processes (SLURM's array, a loop) run the rest of, in the same OUT.

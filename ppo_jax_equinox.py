@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-import harness
+from benchback import checks, cli, compiles, gymnax_envs, jax_study, record
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,16 +154,16 @@ class Transition(NamedTuple):  # one step of every env; a rollout's steps are st
     terminated: jax.Array
     truncated: jax.Array
     final_obs: jax.Array  # the observation reached before any auto-reset: its value bootstraps a truncation
-    finished: "harness.EpisodeStats"  # (harness.py, for the log) the episodes that ended on this step (0 where none did)
+    finished: gymnax_envs.EpisodeStats  # (for the log) the episodes that ended on this step (0 where none did)
 
 
 class Carry(NamedTuple):  # what one iteration hands the next: the agent and optimizer state, the envs, the keys
     agent: Agent  # the network with its parameters: a pytree like the rest of the carry
     opt_state: optax.OptState
-    step: jax.Array  # gradient steps so far (Linen's TrainState.step): where the harness.logged learning rate is read
+    step: jax.Array  # gradient steps so far (Linen's TrainState.step): where the record.logged learning rate is read
     env_state: object
     obs: jax.Array
-    episode: "harness.EpisodeStats"  # (harness.py) of each env's episode so far
+    episode: gymnax_envs.EpisodeStats  # of each env's episode so far
     key: jax.Array
 
 
@@ -176,9 +176,9 @@ def rollout(carry: Carry, env, env_params, num_steps: int):
         logprob = policy.log_prob(action)
         step = jax.vmap(env.step, in_axes=(0, 0, 0, None))  # one key, state and action per env; the same params
         keys = jax.random.split(env_key, action.shape[0])
-        env_action = harness.clipped(env.action_space(env_params), action)
+        env_action = gymnax_envs.clipped(env.action_space(env_params), action)
         obs, env_state, reward, terminated, truncated, info = step(keys, carry.env_state, env_action, env_params)
-        episode, finished = harness.count_episodes(carry.episode, reward, jnp.logical_or(terminated, truncated))
+        episode, finished = gymnax_envs.count_episodes(carry.episode, reward, jnp.logical_or(terminated, truncated))
         transition = Transition(carry.obs, action, logprob, reward, terminated, truncated, info["final_observation"], finished)
         return carry._replace(env_state=env_state, obs=obs, episode=episode, key=key), transition
 
@@ -269,7 +269,8 @@ def train(args: Args) -> dict:
     """Set up, then one loop over the iterations, each one jitted program: rollout, the batch, update. The record."""
     start = time.perf_counter()
     hidden, device = check_args(args)  # (below) which also sets jax's device and matmul precision
-    env, env_params = harness.make_env(args.env_id)
+    compiles.count_compiles()  # from here on, each XLA compilation is counted (the record's compiles after iteration 0)
+    env, env_params = gymnax_envs.make(args.env_id)
     batch_size = args.num_envs * args.num_steps
     num_iterations = args.total_timesteps // batch_size
 
@@ -282,12 +283,12 @@ def train(args: Args) -> dict:
         """What one seed trains from: its agent and optimizer state, its envs and keys."""
         key, init_key, reset_key = jax.random.split(jax.random.key(seed), 3)
         obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
-        env_state = harness.strongly_typed(env_state)  # so that a jitted step compiles once
+        env_state = gymnax_envs.strongly_typed(env_state)  # so that a jitted step compiles once
         space = env.action_space(env_params)  # Discrete: a categorical policy; Box (continuous actions): a Gaussian one
         num_actions, continuous = (space.n, False) if hasattr(space, "n") else (space.shape[0], True)
         agent = Agent(int(np.prod(obs.shape[1:])), hidden, num_actions, continuous, key=init_key)
         opt_state = tx.init(eqx.filter(agent, eqx.is_array))
-        episode = harness.EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
+        episode = gymnax_envs.EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
         return Carry(agent, opt_state, jnp.zeros((), jnp.int32), env_state, obs, episode, key)
 
     # Several seeds (--num-seeds): each starts as its own run would, stacked (below) on a leading axis that vmap maps
@@ -304,7 +305,7 @@ def train(args: Args) -> dict:
         )
         batch = Batch(traj.obs, traj.action, traj.logprob, values, advantages, returns)
         batch = jax.tree.map(lambda x: x.reshape(batch_size, *x.shape[2:]), batch)
-        return carry, batch, harness.logged(traj, values, returns, lr(carry.step))  # what the log shows
+        return carry, batch, record.logged(traj, values, returns, lr(carry.step))  # what the log shows
 
     def iteration(carry: Carry):
         carry, traj = rollout(carry, env, env_params, args.num_steps)
@@ -314,14 +315,14 @@ def train(args: Args) -> dict:
 
     # The whole iteration, one XLA program: traced and compiled on its first call, then run as is.
     iterate = eqx.filter_jit(iteration)
-    log = harness.Log(args, VARIANT, {"jax": device}, LIBRARIES, num_iterations, start)
+    log = record.Log(args, VARIANT, {"jax": device}, LIBRARIES, num_iterations, start)
     if args.num_seeds > 1 or args.sync_timing or args.rollout == "python":  # the studies' ways of running its parts
         parts = (
             lambda carry, n: rollout(carry, env, env_params, n),
             make_batch,
             lambda carry, batch: update(carry, batch, tx, args),
         )
-        iterate = harness.study_iteration(eqx.filter_jit, eqx.filter_vmap, *parts, args, log)
+        iterate = jax_study.study_iteration(eqx.filter_jit, eqx.filter_vmap, *parts, args, log)
     for i in range(num_iterations):
         with log.timed(no_syncs(i)):  # (below) an implicit transfer inside fails the run
             carry, metrics = jax.block_until_ready(iterate(carry))  # JAX dispatches asynchronously: wait for the outputs
@@ -330,10 +331,10 @@ def train(args: Args) -> dict:
 
 
 # ======================================================================================== benchmark harness
-# Not PPO: what measures it. What every script does alike is harness.py's; here is JAX's own: its device, its guards.
+# Not PPO: what measures it. What every script does alike is in benchback/; here is JAX's own: its device, its guards.
 import contextlib
 
-VARIANT = harness.variant_of(__file__)
+VARIANT = cli.variant_of(__file__)
 # What benchmark.sh, plot.py and the tests know of this script, read without running it (bench/variants.py).
 TOOLING = {
     "framework": "jax",
@@ -354,14 +355,14 @@ HOST_TO_DEVICE = "disallow"  # what the timed iterations may send to the device 
 
 
 def check_args(args: Args):
-    """Validate everything before anything is built or written (harness.py), then set jax's device and precision;
+    """Validate everything before anything is built or written (benchback/checks.py), then set jax's device and precision;
     returns (hidden, device)."""
-    hidden = harness.check_ppo_args(args)
+    hidden = checks.check_ppo_args(args)
     if args.rollout == "python" and args.num_seeds > 1:
-        raise harness.UsageError("--rollout python steps one seed; it does not combine with --num-seeds")
+        raise checks.UsageError("--rollout python steps one seed; it does not combine with --num-seeds")
     device = jax.devices()[0] if args.cuda else jax.devices("cpu")[0]  # the GPU if jax sees one
     if args.matmul_precision == "high" and device.platform == "cpu":
-        raise harness.UsageError(
+        raise checks.UsageError(
             "--matmul-precision high (TF32) needs an NVIDIA GPU: on CPUs only highest is the same arithmetic"
         )
     if args.cuda and device.platform == "cpu":
@@ -390,4 +391,4 @@ def no_syncs(iteration: int):
 
 
 if __name__ == "__main__":
-    sys.exit(harness.main(Args, train))
+    sys.exit(cli.main(Args, train))

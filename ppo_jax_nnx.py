@@ -20,7 +20,7 @@ import numpy as np
 import optax
 from flax import nnx
 
-import harness
+from benchback import checks, cli, compiles, gymnax_envs, jax_study, record
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,13 +147,13 @@ class Transition(NamedTuple):  # one step of every env; a rollout's steps are st
     terminated: jax.Array
     truncated: jax.Array
     final_obs: jax.Array  # the observation reached before any auto-reset: its value bootstraps a truncation
-    finished: "harness.EpisodeStats"  # (harness.py, for the log) the episodes that ended on this step (0 where none did)
+    finished: gymnax_envs.EpisodeStats  # (for the log) the episodes that ended on this step (0 where none did)
 
 
 class Carry(NamedTuple):  # what one iteration hands the next besides the agent and its optimizer, which hold their own
     env_state: object
     obs: jax.Array
-    episode: "harness.EpisodeStats"  # (harness.py) of each env's episode so far
+    episode: gymnax_envs.EpisodeStats  # of each env's episode so far
     key: jax.Array
 
 
@@ -168,9 +168,9 @@ def rollout(carry: Carry, agent: Agent, env, env_params, num_steps: int):
         logprob = policy.log_prob(action)
         step = jax.vmap(env.step, in_axes=(0, 0, 0, None))  # one key, state and action per env; the same params
         keys = jax.random.split(env_key, action.shape[0])
-        env_action = harness.clipped(env.action_space(env_params), action)
+        env_action = gymnax_envs.clipped(env.action_space(env_params), action)
         obs, env_state, reward, terminated, truncated, info = step(keys, carry.env_state, env_action, env_params)
-        episode, finished = harness.count_episodes(carry.episode, reward, jnp.logical_or(terminated, truncated))
+        episode, finished = gymnax_envs.count_episodes(carry.episode, reward, jnp.logical_or(terminated, truncated))
         transition = Transition(carry.obs, action, logprob, reward, terminated, truncated, info["final_observation"], finished)
         return carry._replace(env_state=env_state, obs=obs, episode=episode, key=key), transition
 
@@ -262,7 +262,8 @@ def train(args: Args) -> dict:
     """Set up, then one loop over the iterations, each one jitted program: rollout, the batch, update. The record."""
     start = time.perf_counter()
     hidden, device = check_args(args)  # (below) which also sets jax's device and matmul precision
-    env, env_params = harness.make_env(args.env_id)
+    compiles.count_compiles()  # from here on, each XLA compilation is counted (the record's compiles after iteration 0)
+    env, env_params = gymnax_envs.make(args.env_id)
     batch_size = args.num_envs * args.num_steps
     num_iterations = args.total_timesteps // batch_size
 
@@ -275,12 +276,12 @@ def train(args: Args) -> dict:
         """What one seed trains from: its agent and optimizer, its envs and keys."""
         key, init_key, reset_key = jax.random.split(jax.random.key(seed), 3)
         obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
-        env_state = harness.strongly_typed(env_state)  # so that a jitted step compiles once
+        env_state = gymnax_envs.strongly_typed(env_state)  # so that a jitted step compiles once
         space = env.action_space(env_params)  # Discrete: a categorical policy; Box (continuous actions): a Gaussian one
         num_actions, continuous = (space.n, False) if hasattr(space, "n") else (space.shape[0], True)
         agent = Agent(int(np.prod(obs.shape[1:])), hidden, num_actions, continuous, rngs=nnx.Rngs(init_key))
         optimizer = nnx.Optimizer(agent, tx, wrt=nnx.Param)
-        episode = harness.EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
+        episode = gymnax_envs.EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
         return (agent, optimizer), Carry(env_state, obs, episode, key)
 
     # Several seeds (--num-seeds): each starts as its own run would, stacked (below) on a leading axis that vmap maps
@@ -297,7 +298,7 @@ def train(args: Args) -> dict:
         )
         batch = Batch(traj.obs, traj.action, traj.logprob, values, advantages, returns)
         batch = jax.tree.map(lambda x: x.reshape(batch_size, *x.shape[2:]), batch)
-        return carry, batch, harness.logged(traj, values, returns, lr(optimizer.step[...]))  # what the log shows
+        return carry, batch, record.logged(traj, values, returns, lr(optimizer.step[...]))  # what the log shows
 
     def iteration(agent: Agent, optimizer: nnx.Optimizer, carry: Carry):
         carry, traj = rollout(carry, agent, env, env_params, args.num_steps)
@@ -309,14 +310,14 @@ def train(args: Args) -> dict:
     # state; cached_partial walks it once, here (once an iteration, its other forms time the same: docs/findings.md).
     bind = nnx.cached_partial if args.cached_partial else functools.partial
     iterate = bind(nnx.jit(iteration), agent, optimizer)
-    log = harness.Log(args, VARIANT, {"jax": device}, LIBRARIES, num_iterations, start)
+    log = record.Log(args, VARIANT, {"jax": device}, LIBRARIES, num_iterations, start)
     if args.num_seeds > 1 or args.sync_timing or args.rollout == "python":  # the studies' ways of running its parts
         parts = (
             lambda agent, optimizer, carry, n: rollout(carry, agent, env, env_params, n),
             make_batch,
             lambda agent, optimizer, carry, batch: update(agent, optimizer, carry, batch, args),
         )
-        iterate = harness.study_iteration(lambda f: bind(nnx.jit(f), agent, optimizer), nnx.vmap, *parts, args, log)
+        iterate = jax_study.study_iteration(lambda f: bind(nnx.jit(f), agent, optimizer), nnx.vmap, *parts, args, log)
     for i in range(num_iterations):
         with log.timed(no_syncs(i)):  # (below) an implicit transfer inside fails the run
             carry, metrics = jax.block_until_ready(iterate(carry))  # JAX dispatches asynchronously: wait for the outputs
@@ -325,10 +326,10 @@ def train(args: Args) -> dict:
 
 
 # ======================================================================================== benchmark harness
-# Not PPO: what measures it. What every script does alike is harness.py's; here is JAX's own: its device, its guards.
+# Not PPO: what measures it. What every script does alike is in benchback/; here is JAX's own: its device, its guards.
 import contextlib
 
-VARIANT = harness.variant_of(__file__)
+VARIANT = cli.variant_of(__file__)
 # What benchmark.sh, plot.py and the tests know of this script, read without running it (bench/variants.py).
 TOOLING = {
     "framework": "jax",
@@ -350,14 +351,14 @@ HOST_TO_DEVICE = "disallow"  # what the timed iterations may send to the device 
 
 
 def check_args(args: Args):
-    """Validate everything before anything is built or written (harness.py), then set jax's device and precision;
+    """Validate everything before anything is built or written (benchback/checks.py), then set jax's device and precision;
     returns (hidden, device)."""
-    hidden = harness.check_ppo_args(args)
+    hidden = checks.check_ppo_args(args)
     if args.rollout == "python" and args.num_seeds > 1:
-        raise harness.UsageError("--rollout python steps one seed; it does not combine with --num-seeds")
+        raise checks.UsageError("--rollout python steps one seed; it does not combine with --num-seeds")
     device = jax.devices()[0] if args.cuda else jax.devices("cpu")[0]  # the GPU if jax sees one
     if args.matmul_precision == "high" and device.platform == "cpu":
-        raise harness.UsageError(
+        raise checks.UsageError(
             "--matmul-precision high (TF32) needs an NVIDIA GPU: on CPUs only highest is the same arithmetic"
         )
     if args.cuda and device.platform == "cpu":
@@ -390,4 +391,4 @@ def no_syncs(iteration: int):
 
 
 if __name__ == "__main__":
-    sys.exit(harness.main(Args, train))
+    sys.exit(cli.main(Args, train))

@@ -19,12 +19,11 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("GOMP_SPINCOUNT", "3000")
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import torch
 import torch.nn as nn
 
-import harness
+from benchback import checks, cli, compiles, record, torch_envs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,7 +72,7 @@ class Args:
     """write TensorBoard logs to runs/{run_name}"""
     # The benchmark's, not PPO's: how the run is set up, timed and recorded.
     env_backend: Literal["gymnax", "torch", "gymnasium"] = "gymnax"
-    """gymnax: JAX's, handed over by DLPack every step; torch: torch_envs.py, gymnax's dynamics in PyTorch;
+    """gymnax: JAX's, handed over by DLPack every step; torch: benchback/torch_ports.py, gymnax's dynamics in PyTorch;
     gymnasium: its vector envs on the CPU. torch and gymnasium have CartPole-v1, Acrobot-v1 and Pendulum-v1."""
     matmul_precision: Literal["highest", "high"] = "highest"
     """float32 matmul precision: highest = float32 in every framework; high = TF32 on an NVIDIA GPU"""
@@ -145,14 +144,6 @@ class Policy(NamedTuple):  # a categorical over the logits; with log_std (contin
 
 
 # ---------------------------------------------------------------- rollout
-class EnvStep(NamedTuple):  # what a step of every env gives besides the next observation
-    reward: jax.Array
-    terminated: jax.Array
-    truncated: jax.Array
-    final_obs: jax.Array  # the observation reached before any auto-reset: its value bootstraps a truncation
-    finished: "harness.EpisodeStats"  # (harness.py, for the log) the episodes that ended on this step (0 where none did)
-
-
 class Transition(NamedTuple):  # one step of every env; a rollout's steps are stacked: (num_steps, num_envs, ...)
     obs: torch.Tensor
     action: torch.Tensor
@@ -161,72 +152,12 @@ class Transition(NamedTuple):  # one step of every env; a rollout's steps are st
     terminated: torch.Tensor
     truncated: torch.Tensor
     final_obs: torch.Tensor
-    finished: "harness.EpisodeStats"
+    finished: torch_envs.EpisodeStats
 
 
 class Carry(NamedTuple):  # what one iteration hands the next: the envs' state, and the observation to act on (torch)
     env_state: object
     obs: torch.Tensor
-
-
-class GymnaxState(NamedTuple):  # JAX arrays, on the JAX device
-    env_state: object
-    episode: "harness.EpisodeStats"  # (harness.py) of each env's episode so far
-    key: jax.Array
-
-
-class GymnaxEnvs:
-    """num_envs of gymnax's environments, stepped from torch with torch_envs.py's interface: reset(seed) -> (state, obs),
-    step(state, action) -> (state, obs, EnvStep), stack(steps) -> Transition. A step is one jitted JAX call; action and
-    observation cross by DLPack without a copy, the other outputs stay in JAX until stack() hands a rollout's over."""
-
-    def __init__(self, env_id: str, num_envs: int, jax_device):
-        self.env, self.env_params = harness.make_env(env_id)
-        self.num_envs, self.jax_device = num_envs, jax_device
-        space = self.env.action_space(self.env_params)  # Discrete, or Box (continuous actions)
-        self.num_actions, self.continuous = (space.n, False) if hasattr(space, "n") else (space.shape[0], True)
-        self.jax_step = jax.jit(self.step_envs)
-        self.stack_steps = jax.jit(lambda outputs: jax.tree.map(lambda *steps: jnp.stack(steps), *outputs))  # one call
-        # Neither allocator knows the other's stream: a buffer handed over and freed could be reused while a kernel queued
-        # on the other stream still reads it. A rollout's are kept to the next one's end, past its iteration's sync.
-        self.handed_over, self.previous = [], []
-
-    def reset(self, seed: int):
-        key, _, reset_key = jax.random.split(jax.random.key(seed), 3)  # as the JAX scripts split it: the same worlds
-        reset = jax.vmap(self.env.reset, in_axes=(0, None))  # one key per env; the same params
-        obs, env_state = reset(jax.random.split(reset_key, self.num_envs), self.env_params)
-        episode = harness.EpisodeStats(jnp.zeros(self.num_envs), jnp.zeros(self.num_envs, jnp.int32))
-        # strongly typed (harness.py), and committed to the device from the start: either change would retrace the step
-        state, obs = jax.device_put((GymnaxState(harness.strongly_typed(env_state), episode, key), obs), self.jax_device)
-        self.handed_over.append(obs)
-        return state, torch.from_dlpack(obs)
-
-    def step_envs(self, state: GymnaxState, action):
-        """Step every env once (gymnax resets finished ones), in JAX: the state after it, the observation, the rest."""
-        key, step_key = jax.random.split(state.key)
-        keys, step = jax.random.split(step_key, self.num_envs), jax.vmap(self.env.step, in_axes=(0, 0, 0, None))
-        action = harness.clipped(self.env.action_space(self.env_params), action)  # continuous: to the bounds, for the step
-        obs, env_state, reward, terminated, truncated, info = step(keys, state.env_state, action, self.env_params)
-        episode, finished = harness.count_episodes(state.episode, reward, jnp.logical_or(terminated, truncated))
-        output = EnvStep(reward, terminated, truncated, info["final_observation"], finished)
-        return GymnaxState(env_state, episode, key), obs, output
-
-    def step(self, state: GymnaxState, action: torch.Tensor):
-        # torch -> JAX, zero-copy; on GPU, jax.dlpack.from_dlpack makes JAX's stream wait for torch's current stream.
-        action = action if self.continuous else action.int()  # JAX runs without x64: it would copy an int64 action
-        state, obs, output = self.jax_step(state, jax.dlpack.from_dlpack(action))
-        self.handed_over += [action, obs]
-        # JAX -> torch, zero-copy. JAX's __dlpack__ blocks until the buffer is ready on CPU; on GPU it makes
-        # torch's current stream wait for it instead (no host sync).
-        return state, torch.from_dlpack(obs), output
-
-    def stack(self, steps: list) -> Transition:
-        """A rollout's Transitions, one tensor a field: torch's stacked in torch, the envs' outputs by one jitted call."""
-        self.previous.clear()  # (first: the memory they held is the stacked outputs')
-        taken = [torch.stack(field) for field in zip(*(step[:3] for step in steps))]  # obs, action, logprob
-        outputs = self.stack_steps([EnvStep(*step[3:]) for step in steps])
-        self.previous, self.handed_over = self.handed_over + [outputs], []
-        return Transition(*taken, *jax.tree.map(torch.from_dlpack, outputs))
 
 
 def act(agent: Agent, obs):
@@ -279,7 +210,7 @@ def make_batch(traj: Transition, critic, args: Args):
         traj.reward, values, next_values, terminated, traj.truncated, args.gamma, args.gae_lambda
     )
     batch = Batch(*(x.flatten(0, 1) for x in (traj.obs, traj.action, traj.logprob, values, advantages, returns)))
-    return batch, harness.torch_logged(traj, values, returns)  # what the log shows
+    return batch, record.torch_logged(traj, values, returns)  # what the log shows
 
 
 # ---------------------------------------------------------------- ppo_loss
@@ -342,9 +273,11 @@ def train(args: Args) -> dict:
     """Set up, then one loop over the iterations: rollout, the batch with its advantages, update. Returns the record."""
     start = time.perf_counter()
     hidden, device, jax_device = check_args(args)  # (below) which also sets the matmul precision
+    compiles.count_compiles()  # from here on, each XLA compilation is counted (the record's compiles after iteration 0)
     num_iterations = args.total_timesteps // (args.num_envs * args.num_steps)
 
-    envs = make_envs(args, device, jax_device)  # gymnax's (above), or on --env-backend torch_envs.py's (below)
+    # gymnax's, stepped in JAX and handed over by DLPack; or on --env-backend the torch ports or Gymnasium's
+    envs = torch_envs.make(args.env_backend, args.env_id, args.num_envs, device, jax_device, args.seed)
     carry = Carry(*envs.reset(args.seed))
     torch.manual_seed(args.seed)  # after the envs: their resets draw from a generator of their own
     agent = Agent(int(np.prod(carry.obs.shape[1:])), hidden, envs.num_actions, envs.continuous).to(device)
@@ -365,7 +298,7 @@ def train(args: Args) -> dict:
 
     critic = agent.value
 
-    log = harness.Log(args, VARIANT, {"torch": device, "jax": jax_device}, LIBRARIES, num_iterations, start)
+    log = record.Log(args, VARIANT, {"torch": device, "jax": jax_device}, LIBRARIES, num_iterations, start)
     for iteration in range(num_iterations):
         if args.anneal_lr:  # CleanRL anneals once per iteration: the rate is constant within an update.
             lr.fill_(args.learning_rate * (1.0 - iteration / num_iterations))
@@ -378,18 +311,18 @@ def train(args: Args) -> dict:
                 log.rollout_done()
             losses = update(learn_minibatch, batch, args)
             synchronize(device)  # (below) the iteration ends when the device is done
-        log.iteration(harness.torch_fetched({**stats, **losses, "learning_rate": lr}))  # to the host, after the timer
+        log.iteration(record.torch_fetched({**stats, **losses, "learning_rate": lr}))  # to the host, after the timer
     return log.record(list(agent.parameters()))
 
 
 # ======================================================================================== benchmark harness
-# Not PPO: what measures it. What every script does alike is harness.py's; here is PyTorch's own: devices, waits, guards.
+# Not PPO: what measures it. What every script does alike is in benchback/; here is PyTorch's own: devices, waits, guards.
 import contextlib
 
 # The process settings at the top: JAX would take 75% of the GPU's memory at once, and torch shares the card. torch's
 # OpenMP threads would busy-wait for milliseconds after each op, taking the cores JAX's env step needs; they spin ~30 us
 # (GOMP_SPINCOUNT, GNU OpenMP's, overriding PASSIVE): enough to bridge an update's ops, where PASSIVE wakes per op.
-VARIANT = harness.variant_of(__file__)
+VARIANT = cli.variant_of(__file__)
 # What benchmark.sh, plot.py and the tests know of this script, read without running it (bench/variants.py).
 TOOLING = {
     "framework": "torch",
@@ -405,30 +338,20 @@ TOOLING = {
 LIBRARIES = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy", "torch")  # the versions the record holds
 
 
-def make_envs(args: Args, device: torch.device, jax_device):
-    """The environments on --env-backend, behind one interface: GymnaxEnvs, or torch_envs.py's (imported only when asked
-    for: with gymnax's environments, this file runs alone)."""
-    if args.env_backend == "gymnax":
-        return GymnaxEnvs(args.env_id, args.num_envs, jax_device)
-    import torch_envs
-
-    return torch_envs.make_for_ppo(args.env_backend, args.env_id, args.num_envs, device, args.seed)
-
-
 def check_args(args: Args):
-    """Validate everything first (harness.py), then set the devices and matmul precision: (hidden, device, jax_device)."""
-    hidden = harness.check_ppo_args(args)
+    """Validate everything first (benchback/checks.py), then set the devices and matmul precision: (hidden, device, jax_device)."""
+    hidden = checks.check_ppo_args(args)
     if args.env_backend == "gymnasium" and args.sync_debug:
-        raise harness.UsageError(
+        raise checks.UsageError(
             "--sync-debug cannot run with --env-backend gymnasium: its envs step on the host, which every step waits for"
         )
     # One device for both frameworks, so that DLPack hands buffers over without a copy: the GPU if both see one.
     gpu = args.cuda and torch.cuda.is_available()
     if gpu != (args.cuda and jax.default_backend() == "gpu"):
         has, lacks = ("torch", "jax") if gpu else ("jax", "torch")
-        raise harness.UsageError(f"{has} sees a GPU but {lacks} does not: install both with CUDA or pass --no-cuda")
+        raise checks.UsageError(f"{has} sees a GPU but {lacks} does not: install both with CUDA or pass --no-cuda")
     if args.matmul_precision == "high" and not gpu:
-        raise harness.UsageError(
+        raise checks.UsageError(
             "--matmul-precision high (TF32) needs an NVIDIA GPU: on CPUs only highest is the same arithmetic"
         )
     if args.cuda and not gpu:
@@ -468,4 +391,4 @@ def no_syncs(args: Args, device: torch.device, iteration: int) -> contextlib.Exi
 
 
 if __name__ == "__main__":
-    sys.exit(harness.main(Args, train))
+    sys.exit(cli.main(Args, train))

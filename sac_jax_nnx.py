@@ -21,7 +21,7 @@ import numpy as np
 import optax
 from flax import nnx
 
-import harness
+from benchback import checks, cli, compiles, gymnax_envs, record
 
 
 @dataclasses.dataclass(frozen=True)
@@ -284,13 +284,13 @@ class Carry(NamedTuple):  # what one iteration hands the next but the learner (u
     buffer: Buffer
     env_state: object
     obs: jax.Array
-    episode: "harness.EpisodeStats"  # (harness.py) of each env's episode so far
+    episode: gymnax_envs.EpisodeStats  # of each env's episode so far
     key: jax.Array
 
 
 def env_step(carry: Carry, actor: Actor, env, env_params, random: bool):
     """Act (random: uniformly in the bounds; otherwise a sample of the actor), step every env (gymnax resets finished
-    ones), store the transitions: the carry, and the episodes that ended (harness.py)."""
+    ones), store the transitions: the carry, and the episodes that ended."""
     key, action_key, env_key = jax.random.split(carry.key, 3)
     space = env.action_space(env_params)
     shape = (carry.obs.shape[0], *space.shape)
@@ -302,9 +302,9 @@ def env_step(carry: Carry, actor: Actor, env, env_params, random: bool):
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))  # one key, state and action per env; the same params
     keys = jax.random.split(env_key, shape[0])
     obs, env_state, reward, terminated, truncated, info = step(
-        keys, carry.env_state, harness.clipped(space, action), env_params
+        keys, carry.env_state, gymnax_envs.clipped(space, action), env_params
     )
-    episode, finished = harness.count_episodes(carry.episode, reward, jnp.logical_or(terminated, truncated))
+    episode, finished = gymnax_envs.count_episodes(carry.episode, reward, jnp.logical_or(terminated, truncated))
     transitions = Batch(carry.obs, action, reward, info["final_observation"], terminated.astype(jnp.float32))
     return Carry(store(carry.buffer, transitions), env_state, obs, episode, key), finished
 
@@ -313,7 +313,7 @@ METRICS = ("qf1_values", "qf2_values", "qf1_loss", "qf2_loss", "qf_loss", "actor
 ACTOR_METRICS = ("actor_loss", "alpha", "alpha_loss")  # 0 in the gradient steps that leave the actor alone
 
 
-def iteration_stats(finished: "harness.EpisodeStats", info: dict, grad_steps: int) -> dict:
+def iteration_stats(finished: gymnax_envs.EpisodeStats, info: dict, grad_steps: int) -> dict:
     """What the log shows of an iteration: the episodes that ended (count, returns and lengths summed), the critic's
     losses averaged over its grad_steps gradient steps, and the actor's over the steps that updated it. `info` holds
     each env step's metrics summed over its gradient steps."""
@@ -329,7 +329,8 @@ def train(args: Args) -> dict:
     steps_per_iteration steps: act, step, store, and updates_per_step times sample and update. The record."""
     start = time.perf_counter()
     hidden, device = check_args(args)  # (below) which also sets jax's device and matmul precision
-    env, env_params = harness.make_env(args.env_id)
+    compiles.count_compiles()  # from here on, each XLA compilation is counted (the record's compiles after iteration 0)
+    env, env_params = gymnax_envs.make(args.env_id)
     space = env.action_space(env_params)
     low, high = (np.broadcast_to(np.asarray(x, np.float32), space.shape) for x in (space.low, space.high))
     random_steps = -(-args.learning_starts // args.num_envs)  # steps of every env, before learning starts
@@ -341,7 +342,7 @@ def train(args: Args) -> dict:
     def init(seed: int) -> tuple[Learner, Carry]:
         key, init_key, reset_key = jax.random.split(jax.random.key(seed), 3)
         obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
-        env_state = harness.strongly_typed(env_state)  # so that a jitted step compiles once
+        env_state = gymnax_envs.strongly_typed(env_state)  # so that a jitted step compiles once
         actor_key, critic_key = jax.random.split(init_key)
         actor = Actor(obs.shape[-1], hidden, tuple((high - low) / 2), tuple((high + low) / 2), rngs=nnx.Rngs(actor_key))
         actor_state = TrainState(actor, optax.adam(args.policy_lr))
@@ -350,7 +351,7 @@ def train(args: Args) -> dict:
         log_alpha = TrainState(nnx.Dict(log_alpha=nnx.Param(jnp.float32(0))), optax.adam(args.q_lr))
         learner = Learner(actor_state, critic_state, nnx.clone(critic), log_alpha)  # targets: a copy
         buffer = make_buffer(args.buffer_size, obs.shape[-1], space.shape[0])
-        episode = harness.EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
+        episode = gymnax_envs.EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
         return learner, Carry(buffer, env_state, obs, episode, key)
 
     learner, carry = init(args.seed)  # jax_default_device: on the device, no transfer when timed
@@ -397,21 +398,21 @@ def train(args: Args) -> dict:
     if args.full_buffer:
         carry = carry._replace(buffer=fill(carry.buffer))  # before the timer, outside the jitted programs
     random_duration = time.perf_counter() - random_start  # its compilation included
-    log = harness.Log(args, VARIANT, {"jax": device}, LIBRARIES, num_iterations, start, args.steps_per_iteration, grad_steps)
+    log = record.Log(args, VARIANT, {"jax": device}, LIBRARIES, num_iterations, start, args.steps_per_iteration, grad_steps)
     for i in range(num_iterations):
         with log.timed(no_syncs(i)):  # (below) an implicit transfer inside fails the run
             carry, metrics = jax.block_until_ready(iterate(carry))  # JAX dispatches asynchronously: wait for the outputs
         log.iteration(jax.device_get(metrics))  # to the host, after the timer
     params = nnx.state((learner.actor.params, learner.critic.params, learner.log_alpha.params), nnx.Param)
-    fields = harness.random_steps_fields(args, random_steps, random_duration, num_iterations, random_ended)
+    fields = record.random_steps_fields(args, random_steps, random_duration, num_iterations, random_ended)
     return log.record(params, rollout="scan", extra=fields)
 
 
 # ======================================================================================== benchmark harness
-# Not SAC: what measures it. What every script does alike is harness.py's; here is JAX's own: its device and its guards against hidden transfers.
+# Not SAC: what measures it. What every script does alike is in benchback/; here is JAX's own: its device and its guards against hidden transfers.
 import contextlib
 
-VARIANT = harness.variant_of(__file__)
+VARIANT = cli.variant_of(__file__)
 # What the tools will know of this script, read from this line without running it (bench/variants.py).
 TOOLING = {"framework": "jax", "compiles": "nnx.jit", "order": 2, "color": "tab:orange"}
 LIBRARIES = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy")  # the versions the record holds
@@ -419,12 +420,12 @@ HOST_TO_DEVICE = "disallow"  # what the timed iterations may send to the device 
 
 
 def check_args(args: Args):
-    """Validate everything before anything is built or written (harness.py), then set jax's device and precision;
+    """Validate everything before anything is built or written (benchback/checks.py), then set jax's device and precision;
     returns (hidden, device)."""
-    hidden = harness.check_sac_args(args)
+    hidden = checks.check_sac_args(args)
     device = jax.devices()[0] if args.cuda else jax.devices("cpu")[0]  # the GPU if jax sees one
     if args.matmul_precision == "high" and device.platform == "cpu":
-        raise harness.UsageError(
+        raise checks.UsageError(
             "--matmul-precision high (TF32) needs an NVIDIA GPU: on CPUs only highest is the same arithmetic"
         )
     if args.cuda and device.platform == "cpu":
@@ -447,4 +448,4 @@ def no_syncs(iteration: int):
 
 
 if __name__ == "__main__":
-    sys.exit(harness.main(Args, train))
+    sys.exit(cli.main(Args, train))

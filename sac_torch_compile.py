@@ -26,8 +26,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-import harness
-import torch_envs
+from benchback import checks, cli, compiles, record, torch_envs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,7 +79,7 @@ class Args:
     """after the random steps, copy their transitions into every row still empty, so that samples come from all
     buffer_size rows, as late in a long run (a timing setting: the copies are not new experience)"""
     env_backend: Literal["gymnax", "torch", "gymnasium"] = "gymnax"
-    """gymnax: JAX's, handed over by DLPack every step; torch: torch_envs.py, gymnax's dynamics in PyTorch;
+    """gymnax: JAX's, handed over by DLPack every step; torch: benchback/torch_ports.py, gymnax's dynamics in PyTorch;
     gymnasium: its vector envs on the CPU. torch and gymnasium have Pendulum-v1."""
     matmul_precision: Literal["highest", "high"] = "highest"
     """float32 matmul precision: highest = float32 in every framework; high = TF32 on an NVIDIA GPU"""
@@ -295,9 +294,10 @@ def train(args: Args) -> dict:
     updates_per_step times sample and update. Returns the record."""
     start = time.perf_counter()
     hidden, device, jax_device = check_args(args)  # (below) which also sets the matmul precision
+    compiles.count_compiles(dynamo=True)  # from here on, each of XLA's and dynamo's compilations is counted
     torch._inductor.config.cpp_wrapper = device.type == "cpu"  # compiled code called from C++, not Python: less overhead
-    # gymnax's, stepped in JAX and handed over by DLPack; or on --env-backend torch_envs.py's or Gymnasium's
-    envs = torch_envs.make_for_sac(args.env_backend, args.env_id, args.num_envs, device, args.seed, jax_device)
+    # gymnax's, stepped in JAX and handed over by DLPack; or on --env-backend the torch ports or Gymnasium's
+    envs = torch_envs.make(args.env_backend, args.env_id, args.num_envs, device, jax_device, args.seed, tally=True)
     low, high = (np.broadcast_to(np.asarray(x, np.float32), envs.space.shape) for x in (envs.space.low, envs.space.high))
     random_steps = -(-args.learning_starts // args.num_envs)  # steps of every env, before learning starts
     num_iterations = (args.total_timesteps - random_steps * args.num_envs) // (args.num_envs * args.steps_per_iteration)
@@ -336,8 +336,9 @@ def train(args: Args) -> dict:
         else:
             with torch.no_grad():
                 action, _ = act(carry.obs, torch.randn((args.num_envs, action_dim), device=device))
-        env_state, obs, reward, terminated, final_obs = envs.step(carry.env_state, action)
-        buffer.store(Batch(carry.obs, action, reward, final_obs, terminated))
+        env_state, obs, out = envs.step(carry.env_state, action)
+        reward, terminated, final_obs = envs.to_torch(out.reward, out.terminated, out.final_obs)
+        buffer.store(Batch(carry.obs, action, reward, final_obs, terminated.float()))
         return Carry(env_state, obs)
 
     random_start = time.perf_counter()
@@ -351,7 +352,7 @@ def train(args: Args) -> dict:
     carry = carry._replace(env_state=env_state)
 
     devices = {"torch": device, "jax": jax_device}
-    log = harness.Log(args, VARIANT, devices, LIBRARIES, num_iterations, start, args.steps_per_iteration, grad_steps)
+    log = record.Log(args, VARIANT, devices, LIBRARIES, num_iterations, start, args.steps_per_iteration, grad_steps)
     step, info, actor_info = 0, {}, {}  # what the log shows: the last step's, the last actor step's
     for iteration in range(num_iterations):
         with log.timed(no_syncs(args, device, iteration)):  # (below) nothing in it waits for the device but its end
@@ -364,20 +365,20 @@ def train(args: Args) -> dict:
             synchronize(device)  # (below) the iteration ends when the device is done
         env_state, ended = envs.tally(carry.env_state)
         carry = carry._replace(env_state=env_state)
-        log.iteration(harness.torch_fetched(info | actor_info) | jax.device_get(ended))  # to the host, after the timer
-    fields = harness.random_steps_fields(args, random_steps, random_duration, num_iterations, random_ended)
+        log.iteration(record.torch_fetched(info | actor_info) | ended)  # to the host, after the timer
+    fields = record.random_steps_fields(args, random_steps, random_duration, num_iterations, random_ended)
     return log.record(agent.trained(), rollout="python", extra=fields)
 
 
 # ======================================================================================== benchmark harness
-# Not SAC: what measures it. What every script does alike is harness.py's; here is PyTorch's own: its devices, what it waits for, its guards.
+# Not SAC: what measures it. What every script does alike is in benchback/; here is PyTorch's own: its devices, what it waits for, its guards.
 import contextlib
 import logging
 
 # The process settings at the top: JAX would take 75% of the GPU's memory at once, and torch shares the card. torch's
 # OpenMP threads would busy-wait for milliseconds after each op, taking the cores JAX's env step needs; they spin ~30 us
 # (GOMP_SPINCOUNT, GNU OpenMP's, overriding PASSIVE): enough to bridge an update's ops, where PASSIVE wakes per op.
-VARIANT = harness.variant_of(__file__)
+VARIANT = cli.variant_of(__file__)
 # What the tools will know of this script, read without running it (bench/variants.py).
 TOOLING = {
     "framework": "torch",
@@ -391,10 +392,6 @@ TOOLING = {
     ],
 }
 LIBRARIES = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy", "torch")  # the versions the record holds
-
-
-# and a compilation per dynamo compilation, a frame (re)compiled, a lazy backward compiled or a CUDA graph recorded
-harness.count_dynamo_compiles(torch._dynamo.callback_handler)
 
 
 def compile_mode(args: Args) -> str:
@@ -413,19 +410,19 @@ def cuda_graphed(args: Args, fn):
 
 
 def check_args(args: Args):
-    """Validate everything first (harness.py), then set the devices and matmul precision: (hidden, device, jax_device)."""
-    hidden = harness.check_sac_args(args)
+    """Validate everything first (benchback/checks.py), then set the devices and matmul precision: (hidden, device, jax_device)."""
+    hidden = checks.check_sac_args(args)
     # One device for both frameworks, so that DLPack hands buffers over without a copy: the GPU if both see one.
     gpu = args.cuda and torch.cuda.is_available()
     if gpu != (args.cuda and jax.default_backend() == "gpu"):
         has, lacks = ("torch", "jax") if gpu else ("jax", "torch")
-        raise harness.UsageError(f"{has} sees a GPU but {lacks} does not: install both with CUDA or pass --no-cuda")
+        raise checks.UsageError(f"{has} sees a GPU but {lacks} does not: install both with CUDA or pass --no-cuda")
     if args.cuda_graphs and not gpu:
-        raise harness.UsageError("--cuda-graphs needs an NVIDIA GPU that torch and jax both see: CUDA graphs replay GPU work")
+        raise checks.UsageError("--cuda-graphs needs an NVIDIA GPU that torch and jax both see: CUDA graphs replay GPU work")
     if args.cuda_graphs and args.env_backend == "gymnasium":
-        raise harness.UsageError("--cuda-graphs cannot run with --env-backend gymnasium: its envs step on the host")
+        raise checks.UsageError("--cuda-graphs cannot run with --env-backend gymnasium: its envs step on the host")
     if args.matmul_precision == "high" and not gpu:
-        raise harness.UsageError(
+        raise checks.UsageError(
             "--matmul-precision high (TF32) needs an NVIDIA GPU: on CPUs only highest is the same arithmetic"
         )
     if args.cuda and not gpu:
@@ -465,4 +462,4 @@ def no_syncs(args: Args, device: torch.device, iteration: int) -> contextlib.Exi
 
 
 if __name__ == "__main__":
-    sys.exit(harness.main(Args, train))
+    sys.exit(cli.main(Args, train))

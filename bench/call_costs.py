@@ -9,6 +9,7 @@ import time
 import numpy as np
 
 from bench.load_script import load
+from benchback.checks import parse_hidden
 
 WARM_UP = 3  # calls before the timed ones: a compiled function compiles on its first, a CUDA graph records on its second
 BLOCK = 50  # calls issued back to back before one wait; with --calls under 500, a tenth of them (ten blocks)
@@ -144,6 +145,8 @@ def measure_calls(torch_module, env_id: str, hidden: str, num_envs: int, num_ste
     import optax
     import torch
 
+    from benchback.torch_envs import GymnaxEnvs
+
     device, jax_device = devices
     gpu = device.type == "cuda"
     compile_module = load("ppo_torch_compile.py", "benchback_host_cost_torch_compile")
@@ -161,7 +164,7 @@ def measure_calls(torch_module, env_id: str, hidden: str, num_envs: int, num_ste
     add_one = jax.jit(lambda x: x + 1)
     results["jax_jit_op"] = time_calls(lambda: add_one(jax_small), ready, calls)
 
-    envs = torch_module.GymnaxEnvs(env_id, num_envs, jax_device)
+    envs = GymnaxEnvs(env_id, num_envs, jax_device)
     num_actions = envs.num_actions
     runner = torch_module.Carry(*envs.reset(0))
     obs_jax = jax.device_put(jnp.zeros(runner.obs.shape, jnp.float32), jax_device)
@@ -185,7 +188,7 @@ def measure_calls(torch_module, env_id: str, hidden: str, num_envs: int, num_ste
 
     # The policies, each as its script builds it in train(): an Agent of the same initial parameters (torch's seed),
     # run under no_grad as collect() runs the rollout.
-    hidden_sizes = torch_module.harness.parse_hidden(hidden)
+    hidden_sizes = parse_hidden(hidden)
     obs_dim = int(np.prod(runner.obs.shape[1:]))  # as train() sizes its Agent
     torch.manual_seed(1)
     agent = torch_module.Agent(obs_dim, hidden_sizes, num_actions, False).to(device)

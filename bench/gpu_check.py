@@ -194,7 +194,7 @@ def logged_metrics(module):
     float}: Log.iteration's, seen on their way."""
     import numpy as np
 
-    log, logged = module.harness.Log, []
+    log, logged = module.record.Log, []  # (benchback/record.py's, which the script imports)
     original = log.iteration
 
     def iteration(self, metrics):

@@ -14,7 +14,7 @@ rollout (compiles the env step), then `--iterations` timed rollouts, each ended 
 
 The calls. What one call of each piece a rollout step or an update is made of costs on the device (the GPU where
 torch and JAX see one, else the CPU), built from the scripts' own functions: a trivial torch op, a trivial jitted JAX
-call, a DLPack hand-over each way, the env step alone (ppo_torch.py's GymnaxEnvs.jax_step), the policy step eager
+call, a DLPack hand-over each way, the env step alone (benchback/torch_envs.py's GymnaxEnvs.jax_step), the policy step eager
 (ppo_torch.py), compiled and compiled with CUDA graphs (ppo_torch_compile.py's torch.compile settings; graphs on a GPU
 only), one minibatch step each way (ppo_torch.py's minibatch_step; ppo_jax_linen.py's update over one minibatch,
 jitted as its train() jits it), and ppo_torch.py's rollout of one step with each policy. Each is called `--calls`
@@ -46,6 +46,8 @@ if __name__ == "__main__" and not __package__:  # run as `python bench/host_cost
 from bench.call_costs import CALLS, acting, measure_calls
 from bench.load_script import load
 from bench.outputs import check_out, earlier_result, write_atomic
+from benchback.checks import UsageError
+from benchback.machine import cpu_info
 
 
 def rollout_floor(module, env_id: str, num_envs: int, num_steps: int, iterations: int, devices) -> dict:
@@ -53,9 +55,11 @@ def rollout_floor(module, env_id: str, num_envs: int, num_steps: int, iterations
     import jax
     import torch
 
+    from benchback.torch_envs import GymnaxEnvs
+
     device, jax_device = devices
     jax.config.update("jax_default_device", jax_device)  # as train() does: the reset on the run's device too
-    envs = module.GymnaxEnvs(env_id, num_envs, jax_device)  # as train() makes and starts them
+    envs = GymnaxEnvs(env_id, num_envs, jax_device)  # as train() makes and starts them
     runner = module.Carry(*envs.reset(0))
     actions = torch.arange(num_envs, device=device) % envs.num_actions  # every action taken, none computed
     logprobs = torch.zeros(num_envs, device=device)
@@ -227,7 +231,7 @@ def main(argv=None) -> int:
                 module.Args(env_id=env_id, hidden=a.hidden, num_envs=a.num_envs, num_steps=a.num_steps, cuda=False)
             )
         _, device, jax_device = module.check_args(module.Args(cuda=a.cuda))
-    except module.harness.UsageError as e:
+    except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     record = earlier_result(a.out)
@@ -243,7 +247,7 @@ def main(argv=None) -> int:
     calls_wanted = a.measure_calls and not (kept and isinstance(record.get("calls"), dict))
     if all(env_id in record["envs"] for env_id in a.env_ids) and not calls_wanted:
         return 0  # measured with the sweep's runs: kept as it is
-    record["cpu"], record["xla_flags"] = module.harness.cpu_info(), os.environ.get("XLA_FLAGS")  # as a run's record has them
+    record["cpu"], record["xla_flags"] = cpu_info(), os.environ.get("XLA_FLAGS")  # as a run's record has them
     for env_id in a.env_ids:
         if env_id not in record["envs"]:
             floor = rollout_floor(module, env_id, a.num_envs, a.num_steps, a.iterations, (device, jax_device))

@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def load(script: str, name: str):
     """ROOT/script imported under `name`; a new name gives a fresh copy, to patch apart from the others."""
-    if str(ROOT) not in sys.path:  # the scripts import their sibling craftax_gymnax.py, as `python ppo_*.py` finds it
+    if str(ROOT) not in sys.path:  # the scripts import benchback/ from the root, as `python ppo_*.py` finds it
         sys.path.append(str(ROOT))
     spec = importlib.util.spec_from_file_location(name, ROOT / script)
     module = importlib.util.module_from_spec(spec)

@@ -45,7 +45,7 @@ def check_out(path, flag: str = "--out", directory: bool = False) -> None:
 
 
 def earlier_result(path) -> dict:
-    """The JSON object at `path` that a tool extends (env_cost.py's, bench/host_cost.py's), or {}: none there, or one
+    """The JSON object at `path` that a tool extends (bench/env_cost.py's, bench/host_cost.py's), or {}: none there, or one
     that cannot be read as an object, which is measured again and replaced (with a warning, not a traceback)."""
     if not os.path.exists(path):
         return {}

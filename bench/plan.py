@@ -353,7 +353,7 @@ def main(argv=None) -> int:
     elif command == "failure":
         write_failure(*rest)
     elif command == "check-envs":  # the environments a sweep can run, as env_cost.py checks them
-        from env_cost import bad_env
+        from bench.env_cost import bad_env
 
         print(bad_env(rest))
     elif command == "check-out":  # as every tool checks its --out

@@ -18,7 +18,7 @@ STUDY_ENVS = [
     "Freeway-MinAtar",
     "SpaceInvaders-MinAtar",
 ]
-# Craftax-Classic (craftax_gymnax.py): the expensive environment, where the env may matter more than the framework.
+# Craftax-Classic (benchback/craftax_gymnax.py): the expensive environment, where the env may matter more than the framework.
 CRAFTAX = "Craftax-Classic-Symbolic-v1"
 # The environments whose step makes a GPU wait for the host, in every framework alike: gymnax's Asterix-MinAtar runs a
 # data-dependent lax.while_loop (while_sample_slots) in its step, and XLA's GPU runtime reads the loop's condition back
@@ -26,7 +26,7 @@ CRAFTAX = "Craftax-Classic-Symbolic-v1"
 # gpu-check runs each to see the waits; a GPU's report marks each in its answer.
 HOST_WAITS_ON_GPU = {"Asterix-MinAtar": "its step's lax.while_loop makes the GPU wait for the host on every trip"}
 EXPERIMENTS = ["overall", "sync", "compile", "scaling", "seeds", "stacks", "learn"]
-TIMED = ["overall", "sync", "compile"]  # the experiments whose x-axis is env_cost.py's
+TIMED = ["overall", "sync", "compile"]  # the experiments whose x-axis is bench/env_cost.py's
 # The experiments whose runs compile from cold, each with empty compiler caches of its own: compile, the one source of
 # iteration-0 and compile-time figures, and learn, whose time to learn includes compiling. The others time steady
 # iterations, and their runs share the sweep's compiler caches (OUT/.caches): a cell's first run fills them, the
@@ -40,7 +40,7 @@ COLD = {"compile", "learn"}
 # zoo's 0.9 and CleanRL's 0.99: it learned in each of 4 Linen seeds (docs/findings.md, "Continuous actions").
 ENV_FLAGS = {"Pendulum-v1": ["--learning-rate", "1e-3", "--gamma", "0.95", "--ent-coef", "0", "--no-clip-vloss"]}
 BOTH = ["CartPole-v1", "Breakout-MinAtar"]  # the cells beyond size s: a cheap env and a dear one
-# The environments the stacks experiment runs, where the preset has them: torch_envs.ENVS (a test holds them equal),
+# The environments the stacks experiment runs, where the preset has them: benchback/torch_ports.py's IDS (a test holds them equal),
 # which Gymnasium has too, with gymnax's dynamics.
 STACK_ENVS = ["CartPole-v1", "Acrobot-v1", "Pendulum-v1"]
 
@@ -84,7 +84,7 @@ FULL = {
     # (every variant) in the same block: what N seeds cost at once against N runs one after another.
     "seeds_num_seeds": [1, 4, 16, 64],
     "seeds_iterations": 20,
-    # stacks: each framework on environments in its own stack (torch_envs.py, Gymnasium; gymnax stepped from a Python
+    # stacks: each framework on environments in its own stack (benchback/torch_ports.py, Gymnasium; gymnax stepped from a Python
     # loop) beside gymnax's, with the same dynamics: the environments those stacks have, rollout and update timed apart.
     "stacks_iterations": 11,
     "learn_envs": ["CartPole-v1"],
@@ -125,7 +125,7 @@ PRESETS = {
     # one seed alone of every variant but linen_nojit. No scaling: its large num-envs cost more than the rest together
     # here. Craftax-Classic, the expensive environment, at s in overall only, 16 iterations (long ones, the env most of
     # each): a steady time over 15, and 131,072 steps, enough for the return to rise (studies/expensive_env.py).
-    # Stacks: CartPole-v1 and Acrobot-v1 at s and m, each torch script on torch_envs.py and Gymnasium beside it on
+    # Stacks: CartPole-v1 and Acrobot-v1 at s and m, each torch script on benchback/torch_ports.py and Gymnasium beside it on
     # gymnax, Linen stepped from a Python loop beside it scanned, 11 iterations (FULL's stacks_iterations).
     "cpu": {
         "envs": [*STUDY_ENVS, CRAFTAX],
@@ -161,7 +161,7 @@ PRESETS = {
     # hour, about ten minutes of it for runs), in the order of what they answer: (1) CartPole-v1 at s, m and l, every variant but linen_nojit (eager, it
     # dispatches every op from Python; what jit buys is answered on the CPU), torch.compile with CUDA graphs beside it
     # in every block, and each framework on environments of its own stack (stacks: the torch scripts on
-    # torch_envs.py and Gymnasium, Linen from a Python loop); (2) Breakout-MinAtar at s, m and l, a dearer env; (3)
+    # benchback/torch_ports.py and Gymnasium, Linen from a Python loop); (2) Breakout-MinAtar at s, m and l, a dearer env; (3)
     # rollout and update timed apart at s on both, each JAX variant also with XLA's command buffers for loops
     # beside it (its gpu_environment setting); (4) compile times: every variant and setting at s, m and l on
     # CartPole-v1, one cold run each; then 3 more seeds of (1) and (2). SAC's cells (the sac-gpu preset's runs of the
@@ -268,7 +268,7 @@ PRESETS = {
 # steps_per_iteration, repeats or None for the preset's, stacks, full). The iteration is sized so that every cell's
 # costs a few tenths of a second to a few seconds here; the update-to-data ratio 8 does 8 gradient steps per env step,
 # 0 none: the steps alone (act, step, store), what the updates' share is told from. stacks: the tags of the torch
-# scripts' environment stacks that run in the cell's blocks too (torchenv: torch_envs.py's Pendulum-v1; gymnasium,
+# scripts' environment stacks that run in the cell's blocks too (torchenv: benchback/torch_ports.py's Pendulum-v1; gymnasium,
 # Gymnasium's, runs where --variants names it). full: --full-buffer, samples drawn from all 1e6 rows as late in a long
 # run (named __full).
 SAC_CELLS = [

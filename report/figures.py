@@ -196,8 +196,6 @@ def draw_cells(ax, cells, x, variant, k, n, log, **line):
 def front(result, out) -> None:
     """answer.png: each variant's multiple of the reference's time, column by column as the front page's table has
     them, with its interval; the model sizes over the gymnax environments joined by a line per variant."""
-    from report.front import column_header  # (report.front imports this module only when it draws)
-
     columns, variants = result["columns"], [v for v in result["variants"] if v != REFERENCE]
     fig, ax = plt.subplots(figsize=(12, 5.5))
     sizes = [i for i, c in enumerate(columns) if c["column"].env is None]  # the size trend: one line per variant
@@ -227,7 +225,7 @@ def front(result, out) -> None:
             va="bottom",
             fontsize=8,
         )
-    labels = ["\n".join(textwrap.wrap(column_header(c), 18)) for c in columns]  # narrow: neighbours do not touch
+    labels = ["\n".join(textwrap.wrap(c["header"], 18)) for c in columns]  # narrow: neighbours do not touch
     ax.set_xticks(range(len(columns)), labels, fontsize=8)
     ax.set_xlim(-0.5, len(columns) - 0.5)
     ax.set_yscale("log")

@@ -114,7 +114,8 @@ def reference(column: Column, sources: dict) -> Optional[dict]:
 
 
 def answer_columns(sources: dict) -> dict:
-    """Every column's cells: {"columns": [{"column", "reference", "cells": {variant: row}, "envs"}], "variants"}."""
+    """Every column's cells: {"columns": [{"column", "reference", "cells": {variant: row}, "envs", "header"}],
+    "variants"}."""
     columns = []
     for column in COLUMNS:
         ref = reference(column, sources)
@@ -126,6 +127,7 @@ def answer_columns(sources: dict) -> dict:
         in_base = column_runs(column, sources[column.base]) if column.base else []
         per_run = {v: [r for r in in_base if r.variant == v] or c["runs"] for v, c in [(REFERENCE, ref), *cells.items()]}
         columns.append({"column": column, "reference": ref, "cells": cells, "envs": len(envs), "per_run": per_run})
+        columns[-1]["header"] = column_header(columns[-1])
     variants = ordered([REFERENCE, *(v for c in columns for v in c["cells"])], VARIANTS)
     return {"columns": columns, "variants": variants}
 

@@ -229,7 +229,7 @@ def rollout_update(s, tool="bench/host_cost.py") -> list:
 
 STACKS_TEXT = (
     "The stacks experiment: the same PPO on environments with gymnax's dynamics in each framework's own stack. "
-    "`+torchenv`: the torch scripts on torch_envs.py (CartPole-v1 and Acrobot-v1 in PyTorch, on the torch device: the "
+    "`+torchenv`: the torch scripts on benchback/torch_ports.py (CartPole-v1 and Acrobot-v1 in PyTorch, on the torch device: the "
     "rollout never leaves PyTorch); `+gymnasium`: on Gymnasium's vector environments on the CPU, observations moved "
     "to the torch device every step; no suffix: on gymnax, stepped through DLPack every step; `jax_linen+pyloop`: "
     "Linen with its rollout stepped from a Python loop, one jitted call a step, as the torch scripts step theirs. "

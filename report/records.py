@@ -88,7 +88,7 @@ READS = {
 READS[2] = READS[1] + ["cpu", "peak_host_memory_mb"]
 
 
-# What a sweep measures beside its runs (env_cost.py; bench/host_cost.py, with its trace, and handover.json from before
+# What a sweep measures beside its runs (bench/env_cost.py; bench/host_cost.py, with its trace, and handover.json from before
 # that tool had its name): read where a section asks for them; and plot.py's own summary, which it may have written
 # into the same directory.
 NOT_RUNS = {"env_cost.json", "host_cost.json", "host_cost.trace.json", "handover.json", "summary.json"}
@@ -183,7 +183,7 @@ def compiled_anyway(record) -> bool:
 
 def final_return(record):
     """The record's final return: the mean return of the episodes that ended in the last tenth of its iterations, at
-    least one (harness.final_window). Records made before they held `final_window` averaged the last 10 iterations;
+    least one (benchback/record.py's final_window). Records made before they held `final_window` averaged the last 10 iterations;
     where that is another window, it is made again from their per-iteration means, weighted equally (exact where those
     iterations ended as many episodes each, as every Pendulum-v1 run's do)."""
     returns, final = record.get("episodic_return") or [], record.get("final_return")

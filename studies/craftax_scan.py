@@ -8,7 +8,7 @@ no torch):
 
 - per_call: the env step jitted and called once per step from Python, as the torch scripts' rollout calls it;
 - scan: the same step in one jitted `lax.scan` that stacks every step's outputs, as the JAX rollout does;
-- scan_state_only: a scan that carries the state and keeps no outputs, as env_cost.py times an env;
+- scan_state_only: a scan that carries the state and keeps no outputs, as bench/env_cost.py times an env;
 - per_call_donated: per_call with the carried state donated (`donate_argnums`), so XLA may update it in place.
 
 Each way starts from the same reset state, so all four do the same steps. Interleaved blocks, the order rotated
@@ -53,14 +53,14 @@ def make_ways(env_id: str, num_envs: int, num_steps: int, seed: int) -> dict:
     import jax
     import jax.numpy as jnp
 
-    import harness
+    from benchback.gymnax_envs import EpisodeStats, count_episodes, make, strongly_typed
 
-    env, params = harness.make_env(env_id)
+    env, params = make(env_id)
     reset_key, action_key, step_key = jax.random.split(jax.random.key(seed), 3)
     obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, num_envs), params)
     # strongly typed from the start, as the torch scripts make it: a jitted step would otherwise compile twice
-    state = harness.strongly_typed(state)
-    start = (state, harness.EpisodeStats(jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32)))  # the envs' part of a carry
+    state = strongly_typed(state)
+    start = (state, EpisodeStats(jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32)))  # the envs' part of a carry
     actions = jax.random.randint(action_key, (num_steps, num_envs), 0, env.action_space(params).n)
     keys = jax.random.split(step_key, num_steps)
     per_step = [(keys[t], actions[t]) for t in range(num_steps)]  # sliced before any timing
@@ -71,7 +71,7 @@ def make_ways(env_id: str, num_envs: int, num_steps: int, seed: int) -> dict:
         (state, episode), (key, action) = carry, key_and_action
         vmapped = jax.vmap(env.step, in_axes=(0, 0, 0, None))
         obs, state, reward, terminated, truncated, info = vmapped(jax.random.split(key, num_envs), state, action, params)
-        episode, finished = harness.count_episodes(episode, reward, jnp.logical_or(terminated, truncated))
+        episode, finished = count_episodes(episode, reward, jnp.logical_or(terminated, truncated))
         return (state, episode), (obs, action, reward, terminated, truncated, info["final_observation"], finished)
 
     step_once = jax.jit(step)
@@ -96,7 +96,7 @@ def make_ways(env_id: str, num_envs: int, num_steps: int, seed: int) -> dict:
 
 def child(a) -> dict:
     """One process's measurements: each way's first call (compilation) and its seconds per step in every block."""
-    import harness
+    from benchback.machine import cpu_info
 
     ways = make_ways(a.env_id, a.num_envs, a.num_steps, a.seed)
     first = {}
@@ -116,7 +116,7 @@ def child(a) -> dict:
             system[name].append((after.ru_stime - before.ru_stime) / a.num_steps)
     return {
         "cores": len(os.sched_getaffinity(0)),
-        "cpu": harness.cpu_info(),
+        "cpu": cpu_info(),
         "glibc_tunables": os.environ.get("GLIBC_TUNABLES"),
         "first_call_s": first,
         "per_step_s": seconds,
@@ -201,7 +201,7 @@ def main(argv=None) -> int:
     elif blocked:
         problem = f"setting {blocked[0]} cannot run here: it {SETTINGS[blocked[0]]}"
     else:
-        from env_cost import bad_env
+        from bench.env_cost import bad_env
 
         problem = bad_env([a.env_id])
     if problem:

@@ -5,7 +5,7 @@ Craftax's), so that a typo is one line and exit code 2, not a traceback after mi
 def env_problem(env_id: str, discrete_gymnax: bool = False) -> str:
     """Why the scripts cannot train `env_id`, or, with `discrete_gymnax` (a study that makes gymnax's environment
     itself and builds a categorical policy for it), why the study cannot; '' where it can."""
-    from env_cost import bad_env
+    from bench.env_cost import bad_env
 
     if problem := bad_env([env_id]):
         return problem

@@ -34,9 +34,12 @@ import optax
 import tyro
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-import harness
 import ppo_jax_equinox
 import ppo_jax_linen
+from benchback.checks import parse_hidden
+from benchback.gymnax_envs import EpisodeStats, make
+from benchback.machine import run_quietly
+from benchback.record import write_json_atomic
 from report.timing import interval
 from studies.envs import env_problem
 
@@ -103,13 +106,13 @@ def the_runner(opts: Options):
     module = ppo_jax_equinox
     args = module.Args(env_id=opts.env_id, hidden=opts.hidden, cuda=False)
     hidden, device = module.check_args(args)
-    env, env_params = harness.make_env(args.env_id)
+    env, env_params = make(args.env_id)
     key, init_key, reset_key = jax.random.split(jax.random.key(args.seed), 3)
     obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
     agent = module.Agent(int(np.prod(obs.shape[1:])), hidden, env.action_space(env_params).n, False, key=init_key)
     schedule = optax.linear_schedule(args.learning_rate, 0.0, 100)
     tx = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(lambda c: schedule(c // 80), eps=1e-5))
-    episode = harness.EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
+    episode = EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
     runner = module.Carry(
         agent, tx.init(eqx.filter(agent, eqx.is_array)), jnp.zeros((), jnp.int32), env_state, obs, episode, key
     )
@@ -172,7 +175,7 @@ def main(opts: Options):
 
     result = {
         "env_id": opts.env_id,
-        "hidden": list(harness.parse_hidden(opts.hidden)),
+        "hidden": list(parse_hidden(opts.hidden)),
         "iterations": opts.iterations,
         "rounds": opts.rounds,
         "device": "cpu",
@@ -181,7 +184,7 @@ def main(opts: Options):
             "python": sys.version.split()[0],
             **{n: importlib.metadata.version(n) for n in ("jax", "jaxlib", "equinox", "flax", "optax", "gymnax")},
         },
-        "git_commit": harness.run_quietly("git", "rev-parse", "HEAD"),
+        "git_commit": run_quietly("git", "rev-parse", "HEAD"),
         "steady_s": times,
         "steady_filter_jit_over_jax_jit": filter_cost,
         "steady_equinox_over_linen": vs_linen,
@@ -199,7 +202,7 @@ def main(opts: Options):
     )
     print(f"steady iteration, {opts.rounds} rounds: filter_jit / jax.jit {fmt(filter_cost)}; Equinox / Linen {fmt(vs_linen)}")
     if opts.out:
-        harness.write_json_atomic(opts.out, result)
+        write_json_atomic(opts.out, result)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """What the cpu sweep's Craftax-Classic runs (overall, size s) show beyond plot.py's ratios: how much of each
 variant's iteration the environment takes, and whether PPO learns in these short runs, alike in every variant.
 
-The environment's share: env_cost.py's seconds for a step of the sweep's envs (a jitted scan of vmapped steps,
+The environment's share: bench/env_cost.py's seconds for a step of the sweep's envs (a jitted scan of vmapped steps,
 random actions), times the steps of an iteration, over each run's steady iteration (the median of iterations 1 to
 the end); the median over a variant's runs, and their range.
 
@@ -34,7 +34,7 @@ def random_policy_returns(num_envs: int, num_steps: int, seed: int) -> np.ndarra
     import jax
     import jax.numpy as jnp
 
-    import craftax_gymnax
+    from benchback import craftax_gymnax
 
     env, params = craftax_gymnax.make(ENV_ID)
     num_actions = env.action_space(params).n
@@ -79,7 +79,7 @@ def env_share(runs: dict, env_cost: dict) -> dict:
         values = []
         for r in records:
             if r["args"]["num_envs"] != env_cost["num_envs"]:
-                continue  # env_cost.py timed another number of envs
+                continue  # bench/env_cost.py timed another number of envs
             values.append(step * r["args"]["num_steps"] / float(np.median(r["iteration_durations"][1:])))
         if values:
             shares[variant] = {"runs": len(values), "median": float(np.median(values)), "min": min(values), "max": max(values)}

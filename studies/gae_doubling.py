@@ -17,9 +17,9 @@ import time
 
 import torch
 
-import harness
 from bench.load_script import load
 from bench.outputs import check_out, write_atomic
+from benchback.machine import cpu_info
 
 
 def gae_loop(rewards, values, bootstrap_values, terminated, truncated, gamma, gae_lambda):
@@ -66,7 +66,7 @@ def main(argv=None) -> int:
         "blocks": a.blocks,
         "calls_per_block": a.calls,
         "largest_difference": float(difference),
-        "cpu": harness.cpu_info(),
+        "cpu": cpu_info(),
         "torch": torch.__version__,
     }
     print(json.dumps(result, indent=1))

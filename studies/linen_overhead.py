@@ -23,8 +23,9 @@ import numpy as np
 import optax
 import tyro
 
-import harness
 import ppo_jax_linen
+from benchback.gymnax_envs import make
+from benchback.record import write_json_atomic
 from studies.envs import env_problem
 
 
@@ -155,7 +156,7 @@ def main(opts: Options):
         anneal_lr=False,
     )
     hidden, _ = ppo_jax_linen.check_args(args)
-    env, env_params = harness.make_env(args.env_id)
+    env, env_params = make(args.env_id)
     plain, script = [], []
     with jax.default_matmul_precision("highest"):
         plain.append(time_plain(env, env_params, hidden, args, opts.iterations))
@@ -181,7 +182,7 @@ def main(opts: Options):
         f"ppo_jax_linen.py {min(script):.4f}; ratio {ratio:.3f}"
     )
     if opts.out:
-        harness.write_json_atomic(opts.out, result)
+        write_json_atomic(opts.out, result)
 
 
 if __name__ == "__main__":

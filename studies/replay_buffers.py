@@ -35,6 +35,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 from bench.load_script import load
 from bench.outputs import check_out, write_atomic
 from bench.run_records import cpu_model
+from benchback.record import Log
 from report.timing import MIN_BLOCKS, interval
 
 VARIANTS = {"jax_linen": "flashbax", "torch": "torchrl"}  # each variant -> the library whose buffer takes its own's place
@@ -132,13 +133,13 @@ def one(variant: str, buffer: str, quick: bool, buffer_size: int, out: str) -> N
     seen, losses = {}, []
     if buffer == "library":
         (with_flashbax if variant == "jax_linen" else with_torchrl)(module, args, seen)
-    iteration = module.harness.Log.iteration
+    iteration = Log.iteration
 
     def kept_losses(log, metrics: dict):  # after each iteration's timer: what the record does not keep
         losses.append({name: float(np.mean(value)) for name, value in metrics.items() if name.endswith("_loss")})
         return iteration(log, metrics)
 
-    module.harness.Log.iteration = kept_losses  # this process's harness only: it runs nothing else
+    Log.iteration = kept_losses  # this process's harness only: it runs nothing else
     record = module.train(args)
     stored = seen.pop("buffer_object", None)
     if stored is not None:  # torchrl's storage holds every transition stored, up to its capacity

@@ -144,7 +144,7 @@ def ratios(seconds: dict) -> dict:
 
 def problems(args, variants: list, settings: list):
     """Each thing wrong with the command line, found before any run."""
-    from env_cost import bad_env
+    from bench.env_cost import bad_env
 
     yield args.blocks < 2 and f"--blocks {args.blocks}: an interval needs at least 2"
     yield args.iterations < 2 and f"--iterations {args.iterations}: a steady iteration needs at least 2"

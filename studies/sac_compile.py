@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench.outputs import check_out, write_atomic  # noqa: E402
+from benchback.record import Log  # noqa: E402
 
 VARIANTS = ("torch", "torch_compile")
 STEPS = 200  # an iteration's steps: a profile of a few thousand events a step stays small
@@ -37,8 +38,8 @@ def one(variant: str, hidden: str, out: str) -> None:
     from bench.load_script import load
 
     module = load(f"sac_{variant}.py", f"sac_compile_{variant}")
-    harness, found = module.harness, {}
-    timed = harness.Log.timed
+    found = {}
+    timed = Log.timed
 
     @contextlib.contextmanager
     def profiled(log, guards):
@@ -51,7 +52,7 @@ def one(variant: str, hidden: str, out: str) -> None:
                 yield
         found["events"] = profile.key_averages()
 
-    harness.Log.timed = profiled
+    Log.timed = profiled
     flags = dict(env_id="Pendulum-v1", hidden=hidden, num_envs=1, updates_per_step=1, steps_per_iteration=STEPS)
     args = module.Args(
         **flags, learning_starts=1000, total_timesteps=1000 + 3 * STEPS, cuda=False, tensorboard=False, quiet=True

@@ -11,6 +11,7 @@ XLA numbers instructions with.
 
     python -m studies.same_program --other-code OLD --variants jax_linen,jax_nnx,jax_equinox \
         --env-id CartPole-v1 --out results/studies/script-layout/same-program.json
+    python -m studies.same_program --algorithm sac --other-code OLD --env-id Pendulum-v1 --out ...
 """
 
 import argparse
@@ -32,6 +33,11 @@ from studies.envs import env_problem
 # wrote their iteration in train, jit_collect_and_update.
 PROGRAMS = ("jit_iteration", "jit_collect_and_update")
 HIDDEN = {"s": "64,64", "m": "256,256,256"}
+# One short run's flags, each algorithm's (the SAC iteration: 50 steps of 2 envs, an update each, after 100 random ones)
+SHORT = {
+    "ppo": ["--num-envs", "8", "--num-steps", "32", "--total-timesteps", "256"],
+    "sac": ["--num-envs", "2", "--steps-per-iteration", "50", "--learning-starts", "100", "--total-timesteps", "300"],
+}
 
 
 def normalized(text: str) -> list:
@@ -57,19 +63,20 @@ def normalized(text: str) -> list:
     return [line.rstrip() for line in text.splitlines() if line.strip()]
 
 
-def dumped_program(directory: Path, variant: str, env_id: str, hidden: str) -> list:
+def dumped_program(directory: Path, variant: str, env_id: str, hidden: str, algorithm: str = "ppo") -> list:
     """The normalized optimized HLO of the iteration's program, from one iteration of the script in `directory`."""
+    script = f"{algorithm}_{variant}.py"
     with tempfile.TemporaryDirectory() as dump:
         flags = f"--xla_dump_to={dump} --xla_dump_hlo_as_text"
         env = {**os.environ, "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} {flags}".strip()}
-        command = [sys.executable, str(directory / f"ppo_{variant}.py"), "--env-id", env_id, "--hidden", hidden]
-        command += ["--num-envs", "8", "--num-steps", "32", "--total-timesteps", "256", "--quiet", "--no-tensorboard"]
+        command = [sys.executable, str(directory / script), "--env-id", env_id, "--hidden", hidden]
+        command += [*SHORT[algorithm], "--quiet", "--no-tensorboard"]
         proc = subprocess.run(command, env=env, capture_output=True, text=True, cwd=dump, timeout=900)
         if proc.returncode:
-            raise RuntimeError(f"ppo_{variant}.py in {directory} failed:\n{proc.stderr[-2000:]}")
+            raise RuntimeError(f"{script} in {directory} failed:\n{proc.stderr[-2000:]}")
         found = [p for name in PROGRAMS for p in sorted(Path(dump).glob(f"*.{name}.*after_optimizations.txt"))]
         if len(found) != 1:
-            raise RuntimeError(f"ppo_{variant}.py in {directory}: {len(found)} optimized dumps of {' or '.join(PROGRAMS)}")
+            raise RuntimeError(f"{script} in {directory}: {len(found)} optimized dumps of {' or '.join(PROGRAMS)}")
         return normalized(found[0].read_text())
 
 
@@ -77,6 +84,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--other-code", required=True, help="the other checkout: the directory of its variant scripts")
     parser.add_argument("--variants", default="jax_linen,jax_nnx,jax_equinox", help="jitted JAX variants, comma-separated")
+    parser.add_argument("--algorithm", default="ppo", help="ppo (the ppo_*.py scripts) or sac (sac_*.py)")
     parser.add_argument("--env-id", default="CartPole-v1")
     parser.add_argument("--size", default="s", help="the model size: s or m")
     parser.add_argument("--out", required=True, help="the JSON file to write")
@@ -86,18 +94,19 @@ def main(argv=None) -> int:
     problems = [
         f"--variants: {v} is not a jitted JAX variant ({', '.join(jitted)})" for v in a.variants.split(",") if v not in jitted
     ]
-    problems += [
-        f"--other-code {other} has no ppo_{v}.py" for v in a.variants.split(",") if not (other / f"ppo_{v}.py").exists()
-    ]
+    problems += [f"--algorithm {a.algorithm}: algorithms are {', '.join(SHORT)}"] * (a.algorithm not in SHORT)
+    scripts = [f"{a.algorithm}_{v}.py" for v in a.variants.split(",")]
+    problems += [f"--other-code {other} has no {s}" for s in scripts if not problems and not (other / s).exists()]
+    problems += [f"this checkout has no {s}" for s in scripts if not problems and not (ROOT / s).exists()]
     problems += [f"--size {a.size}: sizes are {', '.join(HIDDEN)}"] * (a.size not in HIDDEN)
     problems += [problem] if not problems and (problem := env_problem(a.env_id)) else []
     if problems:
         print(f"error: {problems[0]}", file=sys.stderr)
         return 2
     check_out(a.out)
-    result = {"env_id": a.env_id, "size": a.size, "other_code": str(other.resolve()), "variants": {}}
+    result = {"algorithm": a.algorithm, "env_id": a.env_id, "size": a.size, "other_code": str(other.resolve()), "variants": {}}
     for variant in a.variants.split(","):
-        own, theirs = (dumped_program(d, variant, a.env_id, HIDDEN[a.size]) for d in (ROOT, other))
+        own, theirs = (dumped_program(d, variant, a.env_id, HIDDEN[a.size], a.algorithm) for d in (ROOT, other))
         changed = [line for line in difflib.unified_diff(theirs, own, lineterm="", n=0) if line[:1] in "+-"]
         changed = [line for line in changed if not line.startswith(("+++", "---"))]
         reordered = sorted(own) == sorted(theirs)  # the same instructions, some in another order

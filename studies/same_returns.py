@@ -21,18 +21,34 @@ from bench.outputs import check_out, write_atomic
 from bench.variants import discover
 from studies.envs import env_problem
 
-SHORT = ["--no-cuda", "--num-envs", "8", "--num-steps", "32", "--num-minibatches", "4", "--update-epochs", "2"]
-SHORT += ["--total-timesteps", "768", "--quiet", "--no-tensorboard"]
+# One short run's flags, each algorithm's
+SHORT = {
+    "ppo": [
+        "--num-envs",
+        "8",
+        "--num-steps",
+        "32",
+        "--num-minibatches",
+        "4",
+        "--update-epochs",
+        "2",
+        "--total-timesteps",
+        "768",
+    ],
+    "sac": ["--num-envs", "2", "--steps-per-iteration", "50", "--learning-starts", "100", "--total-timesteps", "1300"],
+}
 
 
-def record(directory: Path, variant: str, flags: list) -> dict:
+def record(directory: Path, variant: str, flags: list, algorithm: str = "ppo") -> dict:
     """The record of one short run of the script in `directory`."""
+    script = f"{algorithm}_{variant}.py"
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch) / "run.json"
-        command = [sys.executable, str(directory / f"ppo_{variant}.py"), *SHORT, *flags, "--json-out", str(out)]
+        command = [sys.executable, str(directory / script), "--no-cuda", *SHORT[algorithm], "--quiet", "--no-tensorboard"]
+        command += [*flags, "--json-out", str(out)]
         proc = subprocess.run(command, capture_output=True, text=True, cwd=scratch, timeout=900)
         if proc.returncode:
-            raise RuntimeError(f"ppo_{variant}.py in {directory} failed:\n{proc.stderr[-2000:]}")
+            raise RuntimeError(f"{script} in {directory} failed:\n{proc.stderr[-2000:]}")
         return json.loads(out.read_text())
 
 
@@ -41,13 +57,17 @@ def main(argv=None) -> int:
     parser.add_argument("--other-code", required=True, help="the other checkout: the directory of its variant scripts")
     parser.add_argument("--variants", default="torch,torch_compile", help="variants, comma-separated")
     parser.add_argument("--backends", default="gymnax", help="--env-backend values for the torch variants, comma-separated")
+    parser.add_argument("--algorithm", default="ppo", help="ppo (the ppo_*.py scripts) or sac (sac_*.py)")
     parser.add_argument("--env-id", default="CartPole-v1")
     parser.add_argument("--out", required=True, help="the JSON file to write")
     a = parser.parse_args(argv)
     known = {v.name: v for v in discover() if not v.setting_of}
     other, variants, backends = Path(a.other_code), a.variants.split(","), a.backends.split(",")
     problems = [f"--variants: {v} is not a variant ({', '.join(known)})" for v in variants if v not in known]
-    problems += [f"--other-code {other} has no ppo_{v}.py" for v in variants if not (other / f"ppo_{v}.py").exists()]
+    problems += [f"--algorithm {a.algorithm}: algorithms are {', '.join(SHORT)}"] * (a.algorithm not in SHORT)
+    scripts = [f"{a.algorithm}_{v}.py" for v in variants]
+    problems += [f"--other-code {other} has no {s}" for s in scripts if not problems and not (other / s).exists()]
+    problems += [f"this checkout has no {s}" for s in scripts if not problems and not (ROOT / s).exists()]
     problems += [
         f"--backends: {b} is not gymnax, torch or gymnasium" for b in backends if b not in ("gymnax", "torch", "gymnasium")
     ]
@@ -56,11 +76,12 @@ def main(argv=None) -> int:
         print(f"error: {problems[0]}", file=sys.stderr)
         return 2
     check_out(a.out)
-    result = {"env_id": a.env_id, "flags": SHORT, "other_code": str(other.resolve()), "runs": {}}
+    result = {"algorithm": a.algorithm, "env_id": a.env_id, "flags": SHORT[a.algorithm], "other_code": str(other.resolve())}
+    result["runs"] = {}
     for variant in variants:
         for backend in backends if known[variant].framework == "torch" else ["gymnax"]:
             flags = ["--env-id", a.env_id] + (["--env-backend", backend] if known[variant].framework == "torch" else [])
-            own, theirs = record(ROOT, variant, flags), record(other, variant, flags)
+            own, theirs = (record(d, variant, flags, a.algorithm) for d in (ROOT, other))
             same = own["episodic_return"] == theirs["episodic_return"]
             name = variant if backend == "gymnax" else f"{variant}+{backend}"
             result["runs"][name] = {

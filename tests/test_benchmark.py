@@ -19,11 +19,11 @@ from types import SimpleNamespace
 
 import pytest
 
-import harness
 from bench.plan import load as load_plan
 from bench.presets import PRESETS
 from bench.run_records import KEPT_APART, OPENMP, XLA_ONE_THREAD
 from bench.variants import discover
+from benchback.machine import cpu_info
 from conftest import DECLARED, ROOT, VARIANTS, in_background
 
 BENCHMARK = ROOT / "benchmark.sh"
@@ -473,7 +473,7 @@ def test_a_sweep_is_not_resumed_on_another_cpu_model(tmp_path):
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
     assert "another machine" in refused.stderr and "Imaginary CPU" in refused.stderr
     assert [p.name for p in out.rglob("*.json")] == [earlier.name]
-    here = harness.cpu_info()["model"]
+    here = cpu_info()["model"]
     earlier.write_text(json.dumps({"status": "ok", "device": "cpu", "cpu": {"model": here}}))
     resumed = sweep(*FAKE_PLAN, "--out", str(out), env={"PYTHON": python})
     assert resumed.returncode == 0, resumed.stderr
@@ -488,7 +488,7 @@ def test_a_sweep_is_not_resumed_under_another_setting(tmp_path, variable):
     earlier = out / "overall" / "jax_linen__CartPole-v1__s__seed9.json"
     earlier.parent.mkdir(parents=True)
     value = {"GLIBC_TUNABLES": "glibc.malloc.mmap_max=0", "XLA_FLAGS": XLA_ONE_THREAD, "GOMP_SPINCOUNT": "0"}[variable]
-    cpu = {"model": harness.cpu_info()["model"], "allocator": {"GLIBC_TUNABLES": None, "LD_PRELOAD": None}}
+    cpu = {"model": cpu_info()["model"], "allocator": {"GLIBC_TUNABLES": None, "LD_PRELOAD": None}}
     record = {"status": "ok", "device": "cpu", "cpu": cpu, "xla_flags": None}
     if variable == "XLA_FLAGS":
         record["xla_flags"] = value
@@ -525,7 +525,7 @@ def test_a_sweep_is_not_resumed_on_another_number_of_cores(tmp_path):
     earlier = out / "overall" / "jax_linen__CartPole-v1__s__seed9.json"
     earlier.parent.mkdir(parents=True)
     here = len(os.sched_getaffinity(0))
-    cpu = {"model": harness.cpu_info()["model"], "cores": here + 1}
+    cpu = {"model": cpu_info()["model"], "cores": here + 1}
     earlier.write_text(json.dumps({"status": "ok", "device": "cpu", "cpu": cpu, "xla_flags": None}))
     refused = sweep(*FAKE_PLAN, "--out", str(out), env={"PYTHON": python})
     assert refused.returncode == 2 and f"was timed on {here + 1} cores, and this sweep has {here}" in refused.stderr
@@ -545,7 +545,7 @@ def test_a_gpu_sweep_is_resumed_on_the_same_gpu_only(tmp_path, listed, resumed):
     out, python = tmp_path / "out", fake_python(tmp_path)
     earlier = out / "overall" / "jax_linen__CartPole-v1__s__seed9.json"
     earlier.parent.mkdir(parents=True)
-    here, gpu = harness.cpu_info()["model"], "NVIDIA H100 80GB HBM3"
+    here, gpu = cpu_info()["model"], "NVIDIA H100 80GB HBM3"
     earlier.write_text(json.dumps({"status": "ok", "device": gpu, "cpu": {"model": here}, "gpu": {"name": gpu}}))
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

@@ -10,11 +10,15 @@ import subprocess
 
 import pytest
 
-import harness
 from bench import load_script
 from bench.compiler_caches import warm_compiler_caches
 from bench.plan_runs import Run
 from bench.run_records import ALLOCATOR, XLA_ONE_THREAD, other_settings
+from benchback import gymnax_envs, record
+from benchback.checks import UsageError, check_coefficients
+from benchback.cli import main
+from benchback.machine import cpu_info
+from benchback.record import write_json_atomic
 from conftest import (
     EAGER_JAX_SLOW,
     JIT_VARIANTS,
@@ -341,7 +345,7 @@ BAD_INPUTS = [
 @pytest.mark.parametrize("flags,message", BAD_INPUTS, ids=[" ".join(f) for f, _ in BAD_INPUTS])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(variant, flags, message, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    code = harness.main(load(variant).Args, load(variant).train, [*flags, "--json-out", str(tmp_path / "x.json")])
+    code = main(load(variant).Args, load(variant).train, [*flags, "--json-out", str(tmp_path / "x.json")])
     err = capsys.readouterr().err.strip()
     assert code == 2
     assert "\n" not in err and err.startswith("error: ") and message in err
@@ -349,16 +353,16 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(variant, flags, message
 
 
 def test_an_unknown_env_id_is_answered_with_the_ids_the_script_can_train(variant):
-    """Every id env_cost.py takes, by the kind of its actions: gymnax's action space says which."""
+    """Every id bench/env_cost.py takes, by the kind of its actions: gymnax's action space says which."""
     import gymnax
 
     module = load(variant)
-    with pytest.raises(harness.UsageError) as refused:
+    with pytest.raises(UsageError) as refused:
         module.check_args(module.Args(env_id="NoSuchEnv-v0", cuda=False))
     said = str(refused.value).split("; ", 1)[1]
     kinds = dict(part.split("-action ids: ") for part in said.split("; "))
     ids = {kind: listed.split(", ") for kind, listed in kinds.items()}
-    taken = load_script.load("env_cost.py", "benchback_contract_env_cost").bad_env(["NoSuchEnv-v0"]).split("; ids: ")[1]
+    taken = load_script.load("bench/env_cost.py", "benchback_contract_env_cost").bad_env(["NoSuchEnv-v0"]).split("; ids: ")[1]
     assert sorted(ids["discrete"] + ids["continuous"]) == sorted(taken.split(", "))
     assert {"CartPole-v1", "Breakout-MinAtar", "Craftax-Classic-Symbolic-v1"} <= set(ids["discrete"])
     assert {"Pendulum-v1", "MountainCarContinuous-v0"} <= set(ids["continuous"])
@@ -373,15 +377,15 @@ def test_the_record_names_the_allocator_setting_it_ran_under(variant, monkeypatc
     monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.mmap_max=0")
     monkeypatch.delenv("LD_PRELOAD", raising=False)
     expected = {k: "glibc.malloc.mmap_max=0" if k == "GLIBC_TUNABLES" else None for k in ALLOCATOR}
-    assert harness.cpu_info()["allocator"] == expected
+    assert cpu_info()["allocator"] == expected
 
 
 def test_each_coefficient_range_keeps_its_edges(variant):
     """The checks above refuse only what is out of range: gamma 1, lambda 0 and no entropy or value term are PPO."""
     module = load(variant)
-    harness.check_coefficients(module.Args(gamma=1.0, gae_lambda=0.0, ent_coef=0.0, vf_coef=0.0, learning_rate=1e-12))
-    with pytest.raises(harness.UsageError, match="--gamma must be between 0 and 1"):
-        harness.check_coefficients(module.Args(gamma=1.0 + 1e-9))
+    check_coefficients(module.Args(gamma=1.0, gae_lambda=0.0, ent_coef=0.0, vf_coef=0.0, learning_rate=1e-12))
+    with pytest.raises(UsageError, match="--gamma must be between 0 and 1"):
+        check_coefficients(module.Args(gamma=1.0 + 1e-9))
 
 
 # One script per framework: the path from the shell (main, its exit code) is harness code, which tests/test_harness.py
@@ -424,7 +428,7 @@ def test_the_record_names_the_xla_flags_it_ran_under(variant, background):
 def test_the_record_is_written_whole_and_readable_as_any_file_the_user_makes(variant, tmp_path):
     """A results directory shared on a cluster needs the umask's mode, not a temporary file's 0600."""
     path = tmp_path / "deeper" / "x.json"
-    harness.write_json_atomic(str(path), {"status": "ok"})
+    write_json_atomic(str(path), {"status": "ok"})
     umask = os.umask(0)
     os.umask(umask)
     assert read_json(path) == {"status": "ok"}
@@ -437,7 +441,7 @@ def test_the_record_is_written_whole_and_readable_as_any_file_the_user_makes(var
 )
 def test_a_command_line_tyro_cannot_read_is_one_line_and_exit_2(variant, flags, named, capsys):
     with pytest.raises(SystemExit) as exited:
-        harness.main(load(variant).Args, load(variant).train, flags)
+        main(load(variant).Args, load(variant).train, flags)
     assert exited.value.code == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("error: ") and named in line and line.endswith("(--help lists every flag)"), line
@@ -446,7 +450,7 @@ def test_a_command_line_tyro_cannot_read_is_one_line_and_exit_2(variant, flags, 
 def test_help_documents_every_flag(variant, capsys):
     module = load(variant)
     with pytest.raises(SystemExit) as exited:
-        harness.main(module.Args, module.train, ["--help"])
+        main(module.Args, module.train, ["--help"])
     assert exited.value.code == 0
     text = capsys.readouterr().out
     for field in dataclasses.fields(module.Args):
@@ -487,8 +491,8 @@ def test_a_json_out_that_cannot_be_written_is_refused_before_anything_is_built(
     def built(*args, **kwargs):
         raise AssertionError("the environment was built before --json-out was checked")
 
-    monkeypatch.setattr(harness.gymnax, "make", built)
-    code = harness.main(module.Args, module.train, ["--json-out", where])
+    monkeypatch.setattr(gymnax_envs.gymnax, "make", built)
+    code = main(module.Args, module.train, ["--json-out", where])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "\n" not in err and err.startswith("error: --json-out ") and message in err
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["kept.json", "notes.txt", "results"]
@@ -506,9 +510,9 @@ def test_a_record_that_cannot_be_written_at_the_end_is_printed_and_leaves_no_fil
         real_dump({"half": "a record"}, f)
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(harness.json, "dump", disk_full)
-    code = harness.main(module.Args, module.train, ["--json-out", str(tmp_path / "out" / "run.json"), "--quiet"])
-    monkeypatch.setattr(harness.json, "dump", real_dump)
+    monkeypatch.setattr(record.json, "dump", disk_full)
+    code = main(module.Args, module.train, ["--json-out", str(tmp_path / "out" / "run.json"), "--quiet"])
+    monkeypatch.setattr(record.json, "dump", real_dump)
     out, err = capsys.readouterr()
     assert code == 1 and json.loads(out) == result
     assert err.strip().startswith("error: the record could not be written to") and "No space left on device" in err

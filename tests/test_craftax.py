@@ -1,4 +1,4 @@
-"""Craftax through craftax_gymnax.py: the same game as craftax's own auto-reset environment, the time limit as a
+"""Craftax through benchback/craftax_gymnax.py: the same game as craftax's own auto-reset environment, the time limit as a
 truncation, no textures, and the same first observations in every variant for the same seed.
 
 Compiling Craftax's step takes tens of seconds (it generates a world), so the default run checks the adapter on a
@@ -19,9 +19,9 @@ from craftax.environment_base.environment_bases import EnvironmentAutoReset, Env
 from flax import struct
 from gymnax.environments import spaces
 
-import craftax_gymnax
-import env_cost
-import harness
+from bench import env_cost
+from benchback import craftax_gymnax
+from benchback.checks import UsageError
 from conftest import ROOT, VARIANTS, load
 
 ENV_ID = "Craftax-Classic-Symbolic-v1"
@@ -168,7 +168,7 @@ def reset_keys(variant: str, env, monkeypatch, seed: int) -> np.ndarray:
             seen.append(np.asarray(jax.random.key_data(key.val)))  # called under jax.vmap: a tracer of all the keys
             raise Reset
 
-    monkeypatch.setattr(module.harness, "make_env", lambda env_id: (Recording(), env.default_params))
+    monkeypatch.setattr(module.gymnax_envs, "make", lambda env_id: (Recording(), env.default_params))
     args = module.Args(env_id=ENV_ID, seed=seed, num_envs=4, cuda=False, tensorboard=False, quiet=True)
     with pytest.raises(Reset):
         module.train(args)
@@ -193,7 +193,7 @@ def test_every_script_takes_the_adapters_ids(variant):
     module = load(variant)
     for env_id in craftax_gymnax.ENV_IDS:
         module.check_args(module.Args(env_id=env_id, cuda=False))
-    with pytest.raises(harness.UsageError, match="Craftax-Classic-Pixels-v1"):
+    with pytest.raises(UsageError, match="Craftax-Classic-Pixels-v1"):
         module.check_args(module.Args(env_id="Craftax-Classic-Pixels-v1", cuda=False))
 
 
@@ -201,9 +201,9 @@ def test_every_script_takes_the_adapters_ids(variant):
 def test_env_cost_measures_gymnax_envs_without_craftax_and_names_it_for_a_craftax_id(tmp_path, monkeypatch):
     """A GPU machine's own image may lack craftax: only a Craftax id needs it, and then says so in one line."""
     out = tmp_path / "env_cost.json"
-    argv = ["env_cost.py", "CartPole-v1", "--out", str(out), "--steps", "10", "--calls", "3"]
+    argv = ["bench/env_cost.py", "CartPole-v1", "--out", str(out), "--steps", "10", "--calls", "3"]
     blocked = f"import sys, runpy; sys.modules['craftax'] = None; sys.argv = {argv!r}; "  # import craftax fails
-    code = blocked + "runpy.run_path('env_cost.py', run_name='__main__')"
+    code = blocked + "runpy.run_path('bench/env_cost.py', run_name='__main__')"
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and "CartPole-v1" in json.loads(out.read_text())["envs"], proc.stderr[-2000:]
     monkeypatch.setattr(env_cost, "installed_version", lambda name: None)

@@ -386,14 +386,14 @@ def test_a_sac_rows_process_passes_every_check_logs_its_metrics_and_ends_one_epi
 
 
 class FakeLog:
-    """harness.Log as far as a script's loop uses it here: log.iteration(metrics) after each iteration."""
+    """Log as far as a script's loop uses it here: log.iteration(metrics) after each iteration."""
 
     def iteration(self, metrics):
         pass
 
 
 def fake_sac_script(monkeypatch):
-    """A stand-in for a SAC script, as run_one loads it: its train() logs three iterations' metrics through harness.Log.
+    """A stand-in for a SAC script, as run_one loads it: its train() logs three iterations' metrics through Log.
     Returns the module and the list of the Args its train() was given."""
     given = []
 
@@ -405,7 +405,7 @@ def fake_sac_script(monkeypatch):
         returns = {"episodic_return": [None, None, -1.0], "final_return": -1.0}
         return {"devices": {"jax": "cpu:0"}, "compiles_after_first_iteration": 0, **returns}
 
-    module = types.SimpleNamespace(Args=lambda **fields: fields, harness=types.SimpleNamespace(Log=FakeLog), train=train)
+    module = types.SimpleNamespace(Args=lambda **fields: fields, record=types.SimpleNamespace(Log=FakeLog), train=train)
     monkeypatch.setattr(gpu_check, "load", lambda script, name: module)
     return module, given
 
@@ -421,7 +421,7 @@ def test_a_sac_row_logs_its_metrics_in_both_runs_the_race_check_compares(monkeyp
     assert given == [{**gpu_check.SHORT_SAC, "cuda": True, **({} if plain else {"sync_debug": True})}]
     logged = [{"qf1_loss": 10.0, "episodes": 0.0}, {"qf1_loss": 9.0, "episodes": 0.0}, {"qf1_loss": 8.0, "episodes": 4.0}]
     assert run["metrics"] == logged and all(type(x) is float for m in run["metrics"] for x in m.values())
-    assert module.harness.Log.iteration is FakeLog.__dict__["iteration"]
+    assert module.record.Log.iteration is FakeLog.__dict__["iteration"]
 
 
 # ---------------------------------------------------------------- end to end
@@ -465,11 +465,10 @@ def test_an_unknown_variant_is_refused_in_one_line_before_anything_runs():
 SCRIPT = (ROOT / "ppo_torch.py").read_text() if "torch" in VARIANTS else ""
 
 
-def scratch_copy(directory, script: str, text: str, modules=("harness.py",)):
-    """bench/, the modules a script imports beside it and the script as `text`, in `directory`: a scratch project."""
-    shutil.copytree(ROOT / "bench", directory / "bench", ignore=shutil.ignore_patterns("__pycache__"))
-    for module in modules:
-        shutil.copy(ROOT / module, directory / module)
+def scratch_copy(directory, script: str, text: str):
+    """bench/, benchback/ (what the scripts import) and the script as `text`, in `directory`: a scratch project."""
+    for package in ("bench", "benchback"):
+        shutil.copytree(ROOT / package, directory / package, ignore=shutil.ignore_patterns("__pycache__"))
     (directory / script).write_text(text)
 
 
@@ -500,7 +499,7 @@ def gpu_check_on_sac_torch_reading_back(directory):
     patch = (
         "\n_sample = ReplayBuffer.sample\nReplayBuffer.sample = lambda b, n: (b.data.reward.sum().item(), _sample(b, n))[1]\n"
     )
-    scratch_copy(directory, "sac_torch.py", SAC_SCRIPT + patch, ("harness.py", "torch_envs.py"))
+    scratch_copy(directory, "sac_torch.py", SAC_SCRIPT + patch)
     return run_gpu_check("--variants", "sac:torch", cwd=directory)
 
 

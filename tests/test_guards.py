@@ -1,6 +1,6 @@
 """What the reports and the tools never do in silence: drop records they cannot read (plot.py, report.front), leave a
 report half made, write where they were not asked to (one rule for every output path), or give a traceback for a
-measurement file they cannot read (env_cost.py, bench/host_cost.py: measured again)."""
+measurement file they cannot read (bench/env_cost.py, bench/host_cost.py: measured again)."""
 
 import json
 import os
@@ -130,7 +130,7 @@ def test_the_tools_output_rule(tmp_path, monkeypatch):
     assert listing(tmp_path) == ["kept.json", "notes.txt"]
 
 
-@pytest.mark.parametrize("tool", ["env_cost.py", "bench/host_cost.py"])
+@pytest.mark.parametrize("tool", ["bench/env_cost.py", "bench/host_cost.py"])
 @pytest.mark.parametrize("out", ["", "missing/", "notes.txt/"])
 def test_the_measuring_tools_check_their_out_before_measuring(tool, out, tmp_path):
     (tmp_path / "notes.txt").write_text("")
@@ -144,10 +144,10 @@ def test_the_measuring_tools_check_their_out_before_measuring(tool, out, tmp_pat
 
 
 def measure_into_broken_files(directory):
-    """env_cost.py and bench/host_cost.py (the floor alone), each given an --out that does not parse and one that is not an object."""
+    """bench/env_cost.py and bench/host_cost.py (the floor alone), each given an --out that does not parse and one that is not an object."""
     results = []
     for tool, small in (
-        ("env_cost.py", ["--num-envs", "2", "--steps", "5", "--calls", "3"]),
+        ("bench/env_cost.py", ["--num-envs", "2", "--steps", "5", "--calls", "3"]),
         ("bench/host_cost.py", ["--num-envs", "2", "--num-steps", "4", "--iterations", "2", "--no-calls", "--no-cuda"]),
     ):
         for text in ('{"num_envs": 2, "en', "[1, 2]"):
@@ -198,7 +198,7 @@ def test_a_failure_record_has_an_ok_records_mode_and_a_failed_write_leaves_nothi
 
 
 def test_an_unknown_environment_is_answered_with_the_ids_a_variant_can_train():
-    message = load_script.load("env_cost.py", "benchback_guards_env_cost").bad_env(["NoSuchEnv-v0"])
+    message = load_script.load("bench/env_cost.py", "benchback_guards_env_cost").bad_env(["NoSuchEnv-v0"])
     ids = message.split("; ids: ")[1].split(", ")
     assert {"CartPole-v1", "Craftax-Classic-Symbolic-v1", "Pendulum-v1", "MountainCarContinuous-v0"} <= set(ids)
     assert "MNISTBandit-bsuite" not in ids  # it downloads MNIST when built

@@ -130,11 +130,11 @@ def test_plot_splits_the_rollout_with_the_floor_file_there_and_names_the_tool_th
 
 @pytest.mark.slow  # 10-15 s on 2 cores: keeps the default run under 15 minutes
 def test_a_script_loaded_by_the_tools_makes_a_craftax_env_as_it_does_when_run(tmp_path):
-    """bench/host_cost.py (and the studies) load the scripts by path, from another directory: the Craftax adapter the
-    scripts import as their sibling must still be found."""
+    """bench/host_cost.py (and the studies) load the scripts by path, from another directory: the shared modules the
+    scripts import (benchback/, the Craftax adapter among them) must still be found."""
     code = (
         f"import sys; sys.path.insert(0, {str(ROOT)!r}); from bench.load_script import load; "
-        "env, params = load('ppo_torch.py', 'loaded').harness.make_env('Craftax-Classic-Symbolic-v1'); "
+        "env, params = load('ppo_jax_linen.py', 'loaded').gymnax_envs.make('Craftax-Classic-Symbolic-v1'); "
         "print(env.action_space(params).n)"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)

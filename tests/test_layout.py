@@ -1,13 +1,14 @@
 """A script shows its framework: the compile call its TOOLING names stands inside `train`, and from `train` to the
-environment's step a reader follows at most four of the script's own functions (CleanRL's loop takes one, PureJaxRL's
-three)."""
+environment's step a reader follows at most four functions, the shared modules' counted (CleanRL's loop takes one,
+PureJaxRL's three)."""
 
 import ast
 import inspect
 
 import pytest
 
-from conftest import DECLARED, QUIET, ROOT, SCRIPTS, VARIANTS, framework, load
+from benchback import gymnax_envs
+from conftest import DECLARED, QUIET, ROOT, SCRIPTS, VARIANTS, load
 
 MOST_CALLS = 4
 
@@ -43,15 +44,19 @@ def test_a_compile_call_moved_out_of_train_is_found():
     assert "jax.jit" in calls_in_train(inside) and "jax.jit" not in calls_in_train(outside)
 
 
+SHARED = str(ROOT / "benchback")
+
+
 def recorder(script: str, stepped):
-    """(seen, step): step calls `stepped` (the environment's step), and on its first call puts in `seen` the script's
-    own functions on the stack, outermost first: from train to the one that calls it. python_scan stands in for
-    lax.scan (linen_nojit): not counted."""
+    """(seen, step): step calls `stepped` (the environment's step), and on its first call puts in `seen` the functions
+    on the stack from the script and the shared modules (benchback/), outermost first: from train to the one that calls
+    it. python_scan stands in for lax.scan (linen_nojit): not counted."""
     seen = []
 
     def step(*args, **kwargs):
         if not seen:
-            stack = [f for f in inspect.stack(0) if f.filename == script and f.function != "python_scan"]
+            ours = lambda f: f.filename == script or f.filename.startswith(SHARED)
+            stack = [f for f in inspect.stack(0) if ours(f) and f.function != "python_scan"]
             seen.append([f.function for f in reversed(stack)])
         return stepped(*args, **kwargs)
 
@@ -60,25 +65,41 @@ def recorder(script: str, stepped):
 
 @pytest.mark.parametrize("variant", [pytest.param(v, marks=pytest.mark.slow) if v == "linen_nojit" else v for v in VARIANTS])
 def test_at_most_four_calls_from_train_to_the_environment_step(variant, monkeypatch):
-    """JAX: gymnax's env.step, vmapped in the rollout's scan. torch: envs.step, the environments' interface that its
-    rollout calls (gymnax's behind it, or torch_envs.py's)."""
+    """gymnax's env.step, in every script: vmapped in the rollout's scan (JAX), or in the step the torch scripts' envs
+    jit (benchback/torch_envs.py). The functions between train and it, the shared modules' counted, are at most four."""
     module = load(variant)
-    script, seen = str(ROOT / SCRIPTS[variant]), []
-    if framework(variant) == "jax":
-        make_env = module.harness.make_env
+    script, seen, make = str(ROOT / SCRIPTS[variant]), [], gymnax_envs.make
 
-        def patched(env_id):
-            env, params = make_env(env_id)
-            found, env.step = recorder(script, env.step)
-            seen.append(found)
-            return env, params
-
-        monkeypatch.setattr(module.harness, "make_env", patched)
-    else:
-        found, step = recorder(script, module.GymnaxEnvs.step)
+    def patched(env_id):
+        env, params = make(env_id)
+        found, env.step = recorder(script, env.step)
         seen.append(found)
-        monkeypatch.setattr(module.GymnaxEnvs, "step", step)
+        return env, params
+
+    monkeypatch.setattr(gymnax_envs, "make", patched)
     args = module.Args(cuda=False, num_envs=4, num_steps=8, num_minibatches=2, update_epochs=1, total_timesteps=32, **QUIET)
     module.train(args)
     ((frames,),) = [found for found in seen if found]
-    assert frames[0] == "train" and len(frames) <= MOST_CALLS, frames
+    assert frames[0] == "train" and len(frames) - 1 <= MOST_CALLS, frames
+
+
+SAC_SCRIPTS = sorted(path.name for path in ROOT.glob("sac_*.py"))
+
+
+@pytest.mark.parametrize("script", SAC_SCRIPTS)
+def test_at_most_four_calls_from_train_to_the_environment_step_in_sac(script, monkeypatch):
+    """The same for the SAC scripts: JAX's step in the iteration's scan, torch's through the envs' interface."""
+    module = load(script.removesuffix(".py"), script)
+    seen, make = [], gymnax_envs.make
+
+    def patched(env_id):
+        env, params = make(env_id)
+        found, env.step = recorder(str(ROOT / script), env.step)
+        seen.append(found)
+        return env, params
+
+    monkeypatch.setattr(gymnax_envs, "make", patched)
+    sizes = dict(num_envs=2, total_timesteps=300, learning_starts=100, steps_per_iteration=50, batch_size=16)
+    module.train(module.Args(cuda=False, env_id="Pendulum-v1", buffer_size=256, hidden="16,16", **sizes, **QUIET))
+    ((frames,), *_) = [found for found in seen if found]
+    assert frames[0] == "train" and len(frames) - 1 <= MOST_CALLS, frames

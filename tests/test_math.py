@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-import harness
+from benchback.checks import UsageError, parse_hidden
 from conftest import framework, load, loss_and_output_grads, make_batch, to_native, to_numpy
 from reference import gae_loop, ppo_loss_loop
 
@@ -170,10 +170,10 @@ def test_the_gaussian_policy_is_scipys_normal(variant):
     "text,expected", [("64,64", (64, 64)), ("256,256,256", (256, 256, 256)), ("7", (7,)), (" 32 , 16 ", (32, 16))]
 )
 def test_parse_hidden_accepts(text, expected):
-    assert harness.parse_hidden(text) == expected
+    assert parse_hidden(text) == expected
 
 
 @pytest.mark.parametrize("text", ["", " ", "64,,64", "64,", "a,b", "64x64", "0,64", "-5", "1.5"])
 def test_parse_hidden_rejects(text):
-    with pytest.raises(harness.UsageError, match="--hidden"):
-        harness.parse_hidden(text)
+    with pytest.raises(UsageError, match="--hidden"):
+        parse_hidden(text)

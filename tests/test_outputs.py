@@ -1,4 +1,4 @@
-"""Every tool that writes a result (plot.py, env_cost.py, bench/host_cost.py, the studies) refuses an output it could
+"""Every tool that writes a result (plot.py, bench/env_cost.py, bench/host_cost.py, the studies) refuses an output it could
 not write before its work, in one line with exit code 2, and creates nothing: not after minutes of measuring; and a
 write that fails leaves no temporary file."""
 
@@ -11,7 +11,7 @@ from bench import load_script, outputs
 # tool -> its arguments but --out (DIR for plot.py: the temporary directory), and whether --out names a directory
 TOOLS = {
     "plot.py": (["{tmp}"], True),
-    "env_cost.py": (["CartPole-v1"], False),
+    "bench/env_cost.py": (["CartPole-v1"], False),
     "bench/host_cost.py": (["CartPole-v1"], False),
     "studies/craftax_scan.py": ([], False),
     "studies/expensive_env.py": (["{tmp}"], False),

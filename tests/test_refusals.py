@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from benchback.cli import main
 from conftest import ROOT, SCRIPTS, load
 
 ALL = {**SCRIPTS, **{f"sac_{v}": f"sac_{v}.py" for v in ("jax_linen", "jax_nnx", "jax_equinox", "torch", "torch_compile")}}
@@ -21,7 +22,7 @@ def test_tf32_on_a_cpu_is_refused_in_one_line(name, tmp_path, capsys, monkeypatc
         pytest.skip("a GPU is visible: TF32 is allowed there")
     monkeypatch.chdir(tmp_path)
     argv = ["--matmul-precision", "high", "--no-tensorboard", "--json-out", str(tmp_path / "run.json")]
-    assert module.harness.main(module.Args, module.train, argv) == 2
+    assert main(module.Args, module.train, argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--matmul-precision high" in err[0], err
     assert list(tmp_path.iterdir()) == []

@@ -5,7 +5,9 @@ loop. Checked on the network itself: each call of the agent, its method and the 
 
 import pytest
 
-import harness
+from benchback import gymnax_envs
+from benchback.gymnax_envs import make
+from benchback.record import Log
 from conftest import DECLARED, EAGER_JAX_SLOW, QUIET, framework, load
 
 # Sizes that tell the calls apart: a rollout step acts on num_envs observations, the critic values the rollout's
@@ -41,8 +43,8 @@ def agent_calls(variant: str, monkeypatch, **flags) -> list:
     calls = []
     forward = "forward" if framework(variant) == "torch" else "__call__"
     monkeypatch.setattr(module, "Agent", recorded_agent(module, calls, forward))
-    start = harness.Log.__init__  # made once everything is set up (Linen's init calls the agent): from there on
-    monkeypatch.setattr(harness.Log, "__init__", lambda log, *args: (calls.clear(), start(log, *args))[1])
+    start = Log.__init__  # made once everything is set up (Linen's init calls the agent): from there on
+    monkeypatch.setattr(Log, "__init__", lambda log, *args: (calls.clear(), start(log, *args))[1])
     if framework(variant) == "torch":
         import torch
 
@@ -79,7 +81,7 @@ def test_the_actor_alone_acts_and_the_critic_runs_once_after_the_rollout(case, m
     assert ("policy", STEP) in calls, calls
 
 
-# one script of each framework by default: the others step the env with the same harness.clipped (slow: compiling)
+# one script of each framework by default: the others step the env with the same clipped (slow: compiling)
 CLIPPED = [v if v in ("jax_linen", "torch") else pytest.param(v, marks=pytest.mark.slow) for v in DECLARED]
 
 
@@ -92,7 +94,7 @@ def test_a_continuous_action_is_clipped_to_its_bounds_for_the_env_step(variant, 
     import numpy as np
 
     module = load(variant)
-    given, make_env = [], harness.make_env
+    given, make_env = [], make
 
     def recorded(env_id):
         env, params = make_env(env_id)
@@ -105,6 +107,6 @@ def test_a_continuous_action_is_clipped_to_its_bounds_for_the_env_step(variant, 
         env.step = recording
         return env, params
 
-    monkeypatch.setattr(harness, "make_env", recorded)
+    monkeypatch.setattr(gymnax_envs, "make", recorded)
     module.train(module.Args(**{**SIZES, "total_timesteps": 4 * 8}, env_id="Reacher-misc", hidden="8", **QUIET))
     assert given and max(given) <= 1.0, max(given)

@@ -1,4 +1,4 @@
-"""The SAC scripts (issue 73, in progress): sac_jax_linen.py and sac_torch.py run from their command line and write a
+"""The SAC scripts: sac_jax_linen.py and sac_torch.py run from their command line and write a
 record of equal work, compile nothing after iteration 0, refuse bad input in one line; their replay buffers wrap around;
 their tanh-squashed Gaussian has the density of the squashed variable; and from the same weights and batch their
 first critic and actor updates agree to float rounding. A learning check on Pendulum-v1 is marked slow."""
@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from benchback.cli import main
+from benchback.record import Log
 from conftest import ROOT
 from conftest import load as load_script
 
@@ -66,7 +68,7 @@ def test_bad_input_is_one_line_and_exit_2_and_writes_nothing(name, bad, tmp_path
     module = load(name)
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "run.json"
-    assert module.harness.main(module.Args, module.train, [*TINY, "--json-out", str(out), *bad]) == 2
+    assert main(module.Args, module.train, [*TINY, "--json-out", str(out), *bad]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: "), err
     assert list(tmp_path.iterdir()) == []  # no record, no TensorBoard run
@@ -235,9 +237,7 @@ def test_the_final_return_is_the_end_of_the_run_whatever_an_iterations_size():
 
     module = load("jax_linen")
     args = module.Args(quiet=True, tensorboard=False, total_timesteps=21000, learning_starts=1000)
-    log = module.harness.Log(
-        args, "jax_linen", {"jax": jax.devices("cpu")[0]}, module.LIBRARIES, 20, time.perf_counter(), 1000, 0
-    )
+    log = Log(args, "jax_linen", {"jax": jax.devices("cpu")[0]}, module.LIBRARIES, 20, time.perf_counter(), 1000, 0)
     for i in range(20):
         with log.timed(contextlib.nullcontext()):
             pass

@@ -8,6 +8,8 @@ import json
 
 import numpy as np
 
+from benchback.cli import main
+from benchback.compiles import COMPILES
 from conftest import ROOT
 from test_layout import calls_in_train
 from test_sac import TINY, load
@@ -29,19 +31,19 @@ def test_the_compile_call_stands_in_train():
 def test_a_run_writes_a_record_with_dynamos_compiles_in_iteration_0_alone(tmp_path, monkeypatch):
     module = load_compiled()
     monkeypatch.chdir(tmp_path)
-    before = module.harness.COMPILES.count("dynamo")
-    assert module.harness.main(module.Args, module.train, [*TINY, "--json-out", "run.json"]) == 0
+    before = COMPILES.count("dynamo")
+    assert main(module.Args, module.train, [*TINY, "--json-out", "run.json"]) == 0
     record = json.loads((tmp_path / "run.json").read_text())
     assert (record["variant"], record["algorithm"], record["status"]) == ("torch_compile", "sac", "ok")
     assert record["env_steps"] == 500 and record["grad_steps"] == 5 * 40 * 2
     assert record["compiles_after_first_iteration"] == 0
-    assert module.harness.COMPILES.count("dynamo") > before  # the policy step, the critic and actor updates
+    assert COMPILES.count("dynamo") > before  # the policy step, the critic and actor updates
 
 
 def test_cuda_graphs_without_a_gpu_is_one_line_and_exit_2_and_writes_nothing(tmp_path, capsys, monkeypatch):
     module = load_compiled()
     monkeypatch.chdir(tmp_path)
-    assert module.harness.main(module.Args, module.train, [*TINY, "--json-out", "run.json", "--cuda-graphs"]) == 2
+    assert main(module.Args, module.train, [*TINY, "--json-out", "run.json", "--cuda-graphs"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and "--cuda-graphs needs" in err[0], err
     assert list(tmp_path.iterdir()) == []

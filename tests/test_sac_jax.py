@@ -13,6 +13,7 @@ import sys
 import numpy as np
 import pytest
 
+from benchback.cli import main
 from conftest import ROOT
 from conftest import load as load_script
 from test_layout import calls_in_train
@@ -57,7 +58,7 @@ def test_a_run_from_the_command_line_writes_a_record_like_linens(name, tmp_path)
 def test_bad_input_is_one_line_and_exit_2(name, tmp_path, capsys, monkeypatch):
     module = load(name)
     monkeypatch.chdir(tmp_path)
-    assert module.harness.main(module.Args, module.train, [*TINY, "--json-out", str(tmp_path / "run.json"), "--tau", "2"]) == 2
+    assert main(module.Args, module.train, [*TINY, "--json-out", str(tmp_path / "run.json"), "--tau", "2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: "), err
     assert list(tmp_path.iterdir()) == []

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-import harness
+from benchback.cli import main
 from conftest import DECLARED, EAGER_JAX_SLOW, QUIET, ROOT, SHORT_ARGS, as_flags, in_background, load, read_json, run_script
 
 
@@ -46,6 +46,6 @@ def test_each_vmapped_seed_starts_as_its_own_run_and_the_record_holds_every_seed
 def test_zero_seeds_is_refused_in_one_line(variant, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     module = load(variant)
-    assert harness.main(module.Args, module.train, ["--num-seeds", "0", "--json-out", str(tmp_path / "x.json")]) == 2
+    assert main(module.Args, module.train, ["--num-seeds", "0", "--json-out", str(tmp_path / "x.json")]) == 2
     err = capsys.readouterr().err.strip()
     assert err == "error: --num-seeds must be positive; got 0" and list(tmp_path.iterdir()) == []

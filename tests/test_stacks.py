@@ -1,4 +1,4 @@
-"""Each framework on environments of its own stack: the torch scripts on torch_envs.py (--env-backend torch) and on
+"""Each framework on environments of its own stack: the torch scripts on benchback/torch_ports.py (--env-backend torch) and on
 Gymnasium (--env-backend gymnasium), Linen's rollout stepped from a Python loop (--rollout python). The same work as
 on gymnax, nothing compiled after iteration 0, bad combinations refused before any work; the plan and the report of
 the stacks experiment."""
@@ -8,9 +8,9 @@ import types
 
 import pytest
 
-import harness
 from bench import plan, plan_args, plan_runs
 from bench.variants import discover, setting_name
+from benchback.cli import main
 from conftest import QUIET, ROOT, SHORT, SHORT_ARGS, TORCH_VARIANTS, load, needs, read_json, run_script
 from report import timing
 from report.records import load_runs
@@ -62,9 +62,9 @@ def test_torch_compile_compiles_the_whole_step_on_the_torch_backend(tmp_path, mo
     assert len(cache_entries(step)) == 1
     # At a graph break inside a function it inlines, dynamo runs that function as a frame of its own, which then
     # holds cache entries: the step's parts hold none.
-    import torch_envs
+    from benchback import torch_envs, torch_ports
 
-    parts = (module.act, torch_envs.PPOEnvs.step, torch_envs.TorchEnv.step, torch_envs.CartPole.step_env)
+    parts = (module.act, torch_envs.PortEnvs.step, torch_ports.TorchEnv.step, torch_ports.CartPole.step_env)
     assert {f.__qualname__: len(cache_entries(f.__code__)) for f in parts} == {f.__qualname__: 0 for f in parts}
 
 
@@ -97,7 +97,7 @@ def test_a_combination_a_stack_cannot_run_is_one_line_exit_2_and_writes_nothing(
     monkeypatch.chdir(tmp_path)
     module = load(variant)
     out = tmp_path / "run.json"
-    assert harness.main(module.Args, module.train, [*flags, "--no-cuda", "--json-out", str(out)]) == 2
+    assert main(module.Args, module.train, [*flags, "--no-cuda", "--json-out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
     assert list(tmp_path.iterdir()) == []
@@ -118,10 +118,10 @@ def test_the_stacks_experiment_runs_each_script_beside_its_stacks_in_every_block
 
 
 def test_the_stacks_run_where_torch_envs_has_the_environment():
-    import torch_envs
     from bench.presets import STACK_ENVS
+    from benchback import torch_ports
 
-    assert list(torch_envs.ENVS) == STACK_ENVS
+    assert list(torch_ports.IDS) == STACK_ENVS
     loaded = plan.load(["--preset", "gpu", "--experiments", "stacks", "--dry-run"])
     assert {(run.env, run.size) for run in loaded.runs} == {("CartPole-v1", size) for size in "sml"}
 

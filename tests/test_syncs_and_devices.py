@@ -10,7 +10,9 @@ from pathlib import Path
 import jax
 import pytest
 
-import harness
+from benchback import machine
+from benchback.cli import main
+from benchback.machine import gpu_info
 from conftest import DECLARED, EAGER_JAX_SLOW, QUIET, SHORT_ARGS, TORCH_VARIANTS, VARIANTS, HostSync, framework, load, needs
 
 SHORT_ARGS = {**SHORT_ARGS, **QUIET}
@@ -99,7 +101,7 @@ def test_a_gpu_seen_by_one_framework_only_is_an_error_naming_it(variant, gpu_in,
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: gpu_in == "torch")
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu" if gpu_in == "jax" else "cpu")
-    assert harness.main(module.Args, module.train, ["--json-out", str(tmp_path / "x.json"), "--quiet"]) == 2
+    assert main(module.Args, module.train, ["--json-out", str(tmp_path / "x.json"), "--quiet"]) == 2
     other = {"torch": "jax", "jax": "torch"}[gpu_in]
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: {gpu_in} sees a GPU but {other} does not") and "\n" not in err
@@ -162,12 +164,12 @@ def test_sync_debug_traps_host_syncs_in_the_timed_work_and_not_the_final_synchro
     assert calls == []
 
 
-# gpu_info is harness.py's: asked as a JAX script asks it (jax's device) and as a torch script does (both devices)
+# gpu_info is benchback/machine.py's: asked as a JAX script asks it (jax's device) and as a torch script does (both devices)
 ONE_PER_FRAMEWORK = [next(v for v in VARIANTS if framework(v) == f) for f in ("jax", "torch")]
 
 
 def gpu_info_of_a_fake_gpu(variant, monkeypatch):
-    """harness.gpu_info as the variant's record calls it, on a GPU as the frameworks describe one, faked."""
+    """gpu_info as the variant's record calls it, on a GPU as the frameworks describe one, faked."""
     import types
 
     client = types.SimpleNamespace(platform_version="cuda")
@@ -178,8 +180,8 @@ def gpu_info_of_a_fake_gpu(variant, monkeypatch):
 
         monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "GPU")
         monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: 5 * 2**20)
-        return lambda: harness.gpu_info(jax_gpu, torch.device("cuda"))
-    return lambda: harness.gpu_info(jax_gpu)
+        return lambda: gpu_info(jax_gpu, torch.device("cuda"))
+    return lambda: gpu_info(jax_gpu)
 
 
 @pytest.mark.parametrize("variant", ONE_PER_FRAMEWORK)
@@ -190,15 +192,15 @@ def test_the_driver_version_comes_from_nvidia_smi_or_is_null(variant, monkeypatc
     gpu_info = gpu_info_of_a_fake_gpu(variant, monkeypatch)
     driver_version = lambda: gpu_info()["driver"]
     reply = lambda code, out: lambda *a, **k: subprocess.CompletedProcess(a, code, out, "")
-    monkeypatch.setattr(harness.subprocess, "run", reply(0, "550.54.15\n550.54.15\n"))  # one line per GPU
+    monkeypatch.setattr(machine.subprocess, "run", reply(0, "550.54.15\n550.54.15\n"))  # one line per GPU
     assert driver_version() == "550.54.15"
-    monkeypatch.setattr(harness.subprocess, "run", reply(9, ""))  # nvidia-smi without a driver
+    monkeypatch.setattr(machine.subprocess, "run", reply(9, ""))  # nvidia-smi without a driver
     assert driver_version() is None
 
     def missing(*args, **kwargs):
         raise FileNotFoundError("nvidia-smi")
 
-    monkeypatch.setattr(harness.subprocess, "run", missing)
+    monkeypatch.setattr(machine.subprocess, "run", missing)
     assert driver_version() is None
 
 
@@ -214,10 +216,10 @@ def test_the_cuda_versions_in_the_record_are_queries_jax_itself_makes(variant, m
     import types
 
     load(variant)
-    names = re.findall(r'version\("(\w+)"\)', inspect.getsource(harness.gpu_info))
+    names = re.findall(r'version\("(\w+)"\)', inspect.getsource(gpu_info))
     assert len(names) == 2 and all(f"cuda_versions.{name}()" in installed_jax_source() for name in names)
-    monkeypatch.setattr(harness, "cuda_versions", types.SimpleNamespace(**dict(zip(names, (lambda: 12080, lambda: 91100)))))
-    monkeypatch.setattr(harness, "run_quietly", lambda *command: None)
+    monkeypatch.setattr(machine, "cuda_versions", types.SimpleNamespace(**dict(zip(names, (lambda: 12080, lambda: 91100)))))
+    monkeypatch.setattr(machine, "run_quietly", lambda *command: None)
     jax_info = gpu_info_of_a_fake_gpu(variant, monkeypatch)()["jax"]
     assert (jax_info["cuda_runtime"], jax_info["cudnn"]) == (12080, 91100)
 
@@ -227,7 +229,7 @@ def test_the_gpu_record_holds_each_allocators_peak_in_mib(variant, monkeypatch):
     """On a GPU the record holds the peak of each framework's allocator: torch's max_memory_allocated, and the
     peak_bytes_in_use of XLA's memory_stats (a key the installed jaxlib reports), converted to MiB."""
     load(variant)
-    monkeypatch.setattr(harness, "run_quietly", lambda *command: None)
+    monkeypatch.setattr(machine, "run_quietly", lambda *command: None)
     jaxlib = Path(jax.__file__).parent.parent / "jaxlib"
     assert any(b"peak_bytes_in_use" in path.read_bytes() for path in jaxlib.glob("*.so"))
     peak = gpu_info_of_a_fake_gpu(variant, monkeypatch)()["peak_memory_mb"]

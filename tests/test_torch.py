@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from tensorboard.util import tensor_util
 
-import harness
+from benchback.cli import main
+from benchback.compiles import COMPILES
 from conftest import QUIET, SHORT_ARGS, TORCH_VARIANTS, load, make_batch, needs, reset_torch_compile, tensorboard_events
 
 
@@ -22,12 +23,12 @@ def test_compiles_counts_dynamo_recompilations():
     import torch
 
     add_one = torch.compile(lambda x: x + 1, backend="eager", dynamic=False)  # dynamo alone: quick
-    before = len(harness.COMPILES)
+    before = len(COMPILES)
     add_one(torch.zeros(2))
     add_one(torch.zeros(2))
-    assert len(harness.COMPILES) == before + 1
+    assert len(COMPILES) == before + 1
     add_one(torch.zeros(3))  # a new shape: a recompilation
-    assert len(harness.COMPILES) == before + 2
+    assert len(COMPILES) == before + 2
 
 
 @needs("torch_compile")
@@ -236,7 +237,7 @@ def test_cuda_graphs_are_refused_on_the_cpu_in_one_line(tmp_path, monkeypatch, c
     monkeypatch.chdir(tmp_path)
     module = load("torch_compile")
     out = tmp_path / "run.json"
-    assert harness.main(module.Args, module.train, ["--cuda-graphs", "--json-out", str(out), "--total-timesteps", "8192"]) == 2
+    assert main(module.Args, module.train, ["--cuda-graphs", "--json-out", str(out), "--total-timesteps", "8192"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: --cuda-graphs needs an NVIDIA GPU") and "\n" not in err
     assert list(tmp_path.iterdir()) == []  # no record, no TensorBoard run

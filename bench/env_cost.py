@@ -1,7 +1,7 @@
-"""Time a vmapped gymnax `env.step` per environment (Craftax's through craftax_gymnax.py, as the scripts step it): the
+"""Time a vmapped gymnax `env.step` per environment (Craftax's through benchback/craftax_gymnax.py, as the scripts step it): the
 env-complexity axis of plot.py.
 
-    python env_cost.py --out DIR/env_cost.json --num-envs 32 CartPole-v1 Breakout-MinAtar
+    python bench/env_cost.py --out DIR/env_cost.json --num-envs 32 CartPole-v1 Breakout-MinAtar
 
 For each environment: reset `--num-envs` copies and compile one `jax.jit` program that makes
 `--steps` steps of `vmap(env.step)` in a `lax.scan`, with random valid actions drawn beforehand.
@@ -24,6 +24,8 @@ import time
 
 import numpy as np
 
+if __name__ == "__main__" and not __package__:  # run as `python bench/env_cost.py`: import bench.* from the root, not bench/
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 from bench.outputs import check_out, earlier_result, write_atomic
 
 # jax and gymnax are imported where needed: when every cost is already measured (a resumed
@@ -31,14 +33,10 @@ from bench.outputs import check_out, earlier_result, write_atomic
 
 
 def make(env_id: str):
-    """The environment and its parameters, as the scripts' make_env makes them."""
-    import gymnax
+    """The environment and its parameters, as the scripts make them (benchback/gymnax_envs.py)."""
+    from benchback import gymnax_envs
 
-    if env_id.startswith("Craftax"):
-        import craftax_gymnax
-
-        return craftax_gymnax.make(env_id)
-    return gymnax.make(env_id)
+    return gymnax_envs.make(env_id)
 
 
 def measure(env_id: str, num_envs: int, steps: int, calls: int, seed: int = 0) -> dict:
@@ -95,7 +93,7 @@ def bad_env(env_ids) -> str:
     adapter takes) cannot be run, or ''. benchmark.sh checks --envs with it too."""
     import gymnax
 
-    from craftax_gymnax import ENV_IDS as CRAFTAX
+    from benchback.craftax_gymnax import ENV_IDS as CRAFTAX
 
     known = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]  # that one downloads MNIST when built
     for env_id in env_ids:

@@ -7,8 +7,7 @@ truncation is bootstrapped with its value). This wraps Craftax's environment wit
 resets as craftax's own auto-reset environment does (the same key split, the same selection), so both
 see the same worlds; tests/test_craftax.py checks that against craftax's own auto-reset code.
 
-The scripts import this module only for a Craftax id; it is the one file they share, so that the
-adapter, which is about an environment library and not a framework, is written and tested once.
+gymnax_envs.make imports this module for a Craftax id only.
 """
 
 from functools import partial

@@ -1,4 +1,4 @@
-"""torch_envs.py against gymnax 1.0.1 (JAX, on the CPU): the same steps from the same states, the thresholds, the clips
+"""benchback/torch_ports.py against gymnax 1.0.1 (JAX, on the CPU): the same steps from the same states, the thresholds, the clips
 and the time limit at their edges, auto-reset over long rollouts, the reset distribution; and make_gymnasium's wrapping
 of Gymnasium's vector environments (same-step reset, final observations, the time limit)."""
 
@@ -16,9 +16,9 @@ from gymnax.environments.classic_control import acrobot, cartpole, pendulum
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-import torch_envs
+from benchback import gymnasium_envs, torch_ports
 
-# How far torch_envs' float32 step may be from gymnax's: float32 rounding, ATOL + RTOL * |gymnax's value| +
+# How far torch_ports' float32 step may be from gymnax's: float32 rounding, ATOL + RTOL * |gymnax's value| +
 # K * (the step's response, in float64, to a 1-ulp float32 change of the state stepped from: max over random signs).
 # The last term is nil for CartPole; Acrobot's RK4 stages square velocities that grow within the step, and from the
 # fastest states a 1-ulp change of the state moves the result by up to 1e-2: gymnax's own float32 step is that far
@@ -77,7 +77,7 @@ def gymnax_step(env_id: str, fields: dict, action: np.ndarray):
 
 
 def torch_state(env, fields: dict):
-    """A torch_envs state from NumPy fields named as gymnax's."""
+    """A torch_ports state from NumPy fields named as gymnax's."""
     return type(env.reset()[1])(**{k: torch.as_tensor(v) for k, v in fields.items()})
 
 
@@ -181,7 +181,7 @@ def pendulum_reward(theta, theta_dot, action) -> np.ndarray:
 
 
 def reset_like(env_id, state) -> torch.Tensor:
-    """Whether each environment's state could be a reset's (a torch_envs state, or its fields stacked over steps): time
+    """Whether each environment's state could be a reset's (a torch_ports state, or its fields stacked over steps): time
     0 and every float field within RESET_RANGE (compared in float32, where pi rounds up)."""
     floats = torch.stack(list(state[:-1]), -1)
     return (floats.abs() <= torch.tensor(RESET_RANGE[env_id])).all(-1) & (state[-1] == 0)
@@ -201,10 +201,10 @@ def flag_flips_near_threshold(env_id, reached: dict, ours, theirs, within: float
     return flips
 
 
-@pytest.mark.parametrize("env_id", torch_envs.ENVS)
+@pytest.mark.parametrize("env_id", torch_ports.IDS)
 def test_step_env_matches_gymnax_from_random_states(env_id):
     rng = np.random.default_rng(0)
-    env = torch_envs.make(env_id, N, "cpu")
+    env = torch_ports.make(env_id, N, "cpu")
     fields = random_states(env_id, N, rng)
     action = random_actions(env, N, rng)
     run = gymnax_env(env_id)[2]
@@ -274,7 +274,7 @@ def test_step_env_matches_gymnax_from_random_states(env_id):
         worst = (np.abs(reward.numpy() - expected) / tol).max()
         assert worst <= 1 and (reward.numpy() <= 0).all(), f"reward: {worst:.3g} times the rounding bound"
 
-    # torch_envs' auto-resetting step from the same states: final_obs is step_env's observation; where not done the
+    # torch_ports' auto-resetting step from the same states: final_obs is step_env's observation; where not done the
     # observation and state are step_env's, where done a reset's.
     t_obs, t_state, t_reward, t_terminated, t_truncated, t_final = env.step(torch_state(env, fields), torch.as_tensor(action))
     assert torch.equal(t_final, obs) and torch.equal(t_reward, reward)
@@ -317,7 +317,7 @@ def test_cartpole_edges_and_gymnax_step():
     out = np.tile(out, len(times))
     action = np.tile(np.array([0, 1], np.int32), len(out) // 2)
 
-    env = torch_envs.make(env_id, len(out), "cpu")
+    env = torch_ports.make(env_id, len(out), "cpu")
     obs, state, reward, terminated, truncated = env.step_env(torch_state(env, fields), torch.as_tensor(action))
     # the step moves neither x nor theta: each state is judged where it started
     assert np.array_equal(state.x.numpy(), fields["x"]) and np.array_equal(state.theta.numpy(), fields["theta"])
@@ -339,7 +339,7 @@ def test_cartpole_edges_and_gymnax_step():
 def test_acrobot_edges():
     """Speeds clipped at 4 pi and 9 pi, angles wrapped across +-pi, and the termination line."""
     env_id = "Acrobot-v1"
-    env = torch_envs.make(env_id, 8, "cpu")
+    env = torch_ports.make(env_id, 8, "cpu")
     gymnax_acrobot, params, run = gymnax_env(env_id)
     v1_max, v2_max = np.float32(4 * np.pi), np.float32(9 * np.pi)
 
@@ -363,7 +363,7 @@ def test_acrobot_edges():
         obs.numpy()[:, 5], state.velocity_2.numpy()
     )
 
-    # Wrapping: torch_envs.wrap against gymnax's wrap on values at and across the ends of [-pi, pi), bit for bit but
+    # Wrapping: torch_ports.wrap against gymnax's wrap on values at and across the ends of [-pi, pi), bit for bit but
     # where x is an odd multiple of pi to float32 rounding: there the count of turns, a floor or ceil of a quotient
     # within rounding of an integer, may differ by one (XLA fuses a multiply-add there) and the two land at the two
     # ends, -pi and just below pi: the same angle.
@@ -374,7 +374,7 @@ def test_acrobot_edges():
         np.float32,
     )
     odd = np.abs(x) > 9  # the odd multiples of pi beyond the first
-    ours = torch_envs.wrap(torch.as_tensor(x), -math.pi, math.pi).numpy()
+    ours = torch_ports.wrap(torch.as_tensor(x), -math.pi, math.pi).numpy()
     theirs = np.asarray(jax.jit(lambda v: acrobot.wrap(v, -jnp.pi, jnp.pi))(jnp.asarray(x)))
     assert np.array_equal(ours[~odd], theirs[~odd]), np.stack([x, ours, theirs])
     assert (gap("joint_angle", ours, theirs) <= 1e-6).all() and (gap("joint_angle", ours, x) <= 4e-6).all()
@@ -413,7 +413,7 @@ def test_acrobot_edges():
     _, g_state, g_reward, g_terminated, _ = run(fields, action)
     reached = {k: getattr(g_state, k) for k in ("joint_angle1", "joint_angle2")}
     near = np.abs(line(reached) - 1) < 1e-2
-    env = torch_envs.make(env_id, N, "cpu")
+    env = torch_ports.make(env_id, N, "cpu")
     _, _, reward, terminated, _ = env.step_env(torch_state(env, fields), torch.as_tensor(action))
     above = line(reached)[near] > 1
     assert above.sum() >= 10 and (~above).sum() >= 10, near.sum()
@@ -436,7 +436,7 @@ def test_pendulum_edges():
     odd = np.float32(np.pi * np.arange(-101, 102, 2))
     x = np.concatenate([odd, np.nextafter(odd, np.float32(np.inf)), np.nextafter(odd, np.float32(-np.inf))])
     x = np.concatenate([x, np.float32([0, 3.0, -3.0, 3.2, -3.2, 2 * np.pi, -2 * np.pi, 7.5, -7.5, 1000, -1000])])
-    ours = torch_envs.angle_normalize(torch.as_tensor(x)).numpy()
+    ours = torch_ports.angle_normalize(torch.as_tensor(x)).numpy()
     theirs = np.asarray(jax.jit(pendulum.angle_normalize)(jnp.asarray(x)))
     assert np.array_equal(ours, theirs), np.stack([x, ours, theirs])
 
@@ -472,7 +472,7 @@ def test_pendulum_edges():
     fields = {k: np.tile(v, len(times)) for k, v in one.items()}
     fields["time"] = np.repeat(np.array(times, np.int32), n)
     action = np.tile(u, len(times))[:, None]
-    env = torch_envs.make(env_id, len(action), "cpu")
+    env = torch_ports.make(env_id, len(action), "cpu")
     obs, state, reward, terminated, truncated = env.step_env(torch_state(env, fields), torch.as_tensor(action))
     g_obs, g_state, g_reward, g_terminated, g_truncated = run(fields, action)
     ours, theirs = outputs(obs, state, reward), outputs(g_obs, g_state, g_reward)
@@ -509,7 +509,7 @@ def test_pendulum_edges():
     last = fields["time"] == MAX_STEPS[env_id] - 1
     assert np.array_equal(truncated.numpy(), last) and np.array_equal(g_truncated, last)
     assert not terminated.numpy().any() and not g_terminated.any()
-    # ... and through the auto-resetting steps, torch_envs' and gymnax's: the 200th step resets, final_obs is the
+    # ... and through the auto-resetting steps, torch_ports' and gymnax's: the 200th step resets, final_obs is the
     # observation reached
     t_obs, t_state, _, t_terminated, t_truncated, t_final = env.step(torch_state(env, fields), torch.as_tensor(action))
     g_obs, g_state, _, g_terminated, g_truncated, g_info = gymnax_step(env_id, fields, action)
@@ -543,14 +543,14 @@ def policy(env_id, obs, explore):
     return action[:, None] if env_id == "Pendulum-v1" else action
 
 
-@pytest.mark.parametrize("env_id", torch_envs.ENVS)
+@pytest.mark.parametrize("env_id", torch_ports.IDS)
 def test_auto_reset_over_a_rollout(env_id):
-    """64 environments x 600 steps of torch_envs' step, past the time limit: at every step, final_obs is step_env's
+    """64 environments x 600 steps of torch_ports' step, past the time limit: at every step, final_obs is step_env's
     observation from the state stepped from, the state is step_env's where not done and a fresh reset where done;
     episodes end at the time limit (500 steps, Pendulum's 200) at the latest, truncated there."""
     torch.manual_seed(0)
     num_envs, steps = 64, 600
-    env = torch_envs.make(env_id, num_envs, "cpu")
+    env = torch_ports.make(env_id, num_envs, "cpu")
     obs, state = env.reset()
     explore = torch.arange(num_envs) % 2 == 0
     stepped, went_on = [], []  # per step: step_env's outputs, and step's
@@ -599,12 +599,12 @@ def test_auto_reset_over_a_rollout(env_id):
     assert (lengths == limit).sum() == truncations  # every episode that ran to the limit was truncated there
 
 
-@pytest.mark.parametrize("env_id", torch_envs.ENVS)
+@pytest.mark.parametrize("env_id", torch_ports.IDS)
 def test_reset_distribution_matches_gymnax(env_id):
     """Moments and ranges over 50,000 draws of each, against uniform on [-r, r) (Pendulum's: the angle on [-pi, pi),
     the speed on [-1, 1), no torque yet) and against each other."""
     n = 50_000
-    env = torch_envs.make(env_id, n, "cpu")
+    env = torch_ports.make(env_id, n, "cpu")
     obs, state = env.reset(torch.Generator().manual_seed(0))
     gymnax_reset, params, _ = gymnax_env(env_id)
     g_obs, g_state = jax.vmap(gymnax_reset.reset, in_axes=(0, None))(jax.random.split(jax.random.key(0), n), params)
@@ -630,9 +630,9 @@ def test_reset_distribution_matches_gymnax(env_id):
     assert torch.equal(obs, again) and not torch.equal(obs, other)
 
 
-@pytest.mark.parametrize("env_id", torch_envs.ENVS)
+@pytest.mark.parametrize("env_id", torch_ports.IDS)
 def test_interface_and_params_as_gymnax(env_id):
-    env = torch_envs.make(env_id, 3, "cpu")
+    env = torch_ports.make(env_id, 3, "cpu")
     gymnax_same, params, _ = gymnax_env(env_id)
     assert env.num_actions == gymnax_same.num_actions and env.num_envs == 3 and env.device == torch.device("cpu")
     assert env.observation_shape == gymnax_same.observation_space(params).shape
@@ -675,9 +675,9 @@ class NoHostReads(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-@pytest.mark.parametrize("env_id", torch_envs.ENVS)
+@pytest.mark.parametrize("env_id", torch_ports.IDS)
 def test_step_reads_nothing_back_and_compiles_whole(env_id):
-    env = torch_envs.make(env_id, 16, "cpu")
+    env = torch_ports.make(env_id, 16, "cpu")
     obs, state = env.reset()
     action = policy(env_id, obs, torch.ones(16, dtype=torch.bool))  # random actions
     assert action.shape == ((16, 1) if env.continuous else (16,))
@@ -694,7 +694,7 @@ def test_step_reads_nothing_back_and_compiles_whole(env_id):
 
 
 def test_unknown_id_raises():
-    for make in (torch_envs.make, lambda *a: torch_envs.make_gymnasium(*a, seed=0)):
+    for make in (torch_ports.make, lambda *a: gymnasium_envs.make(*a, seed=0)):
         with pytest.raises(ValueError, match="CartPole-v1, Acrobot-v1, Pendulum-v1"):
             make("MountainCar-v0", 2, "cpu")
 
@@ -709,15 +709,15 @@ def reset_obs(env_id, obs) -> torch.Tensor:
     return angles_ok & (obs[:, 4:].abs() <= 0.1 + 1e-6).all(-1)
 
 
-@pytest.mark.parametrize("env_id", torch_envs.ENVS)
+@pytest.mark.parametrize("env_id", torch_ports.IDS)
 def test_gymnasium_wrapper(env_id):
     """A short rollout of make_gymnasium: types, same-step reset with the final observation, the time limit (500
-    steps, Pendulum's 200); and Gymnasium's environments step as torch_envs' do, reward included (float64 there,
+    steps, Pendulum's 200); and Gymnasium's environments step as torch_ports' do, reward included (float64 there,
     float32 here)."""
     num_envs = 8 if env_id == "CartPole-v1" else 4
     steps = {"CartPole-v1": 1100, "Acrobot-v1": 520, "Pendulum-v1": 420}[env_id]
-    env = torch_envs.make_gymnasium(env_id, num_envs, "cpu", seed=1)
-    twin = torch_envs.make(env_id, num_envs, "cpu")
+    env = gymnasium_envs.make(env_id, num_envs, "cpu", seed=1)
+    twin = torch_ports.make(env_id, num_envs, "cpu")
     assert (env.num_actions, env.observation_shape) == (twin.num_actions, twin.observation_shape)
     assert env.continuous == twin.continuous
     assert env.num_envs == num_envs and env.device == torch.device("cpu")
@@ -744,13 +744,13 @@ def test_gymnasium_wrapper(env_id):
         # back from their cos and sin).
         zero = torch.zeros(num_envs, dtype=torch.int32)
         if env_id == "CartPole-v1":
-            seen = torch_envs.CartPoleState(*obs.T, zero)
+            seen = torch_ports.CartPoleState(*obs.T, zero)
             assert (reward == 1).all()  # no step lost to a reset (NEXT_STEP's reward 0)
         elif env_id == "Acrobot-v1":
-            seen = torch_envs.AcrobotState(obs[:, 1].atan2(obs[:, 0]), obs[:, 3].atan2(obs[:, 2]), obs[:, 4], obs[:, 5], zero)
+            seen = torch_ports.AcrobotState(obs[:, 1].atan2(obs[:, 0]), obs[:, 3].atan2(obs[:, 2]), obs[:, 4], obs[:, 5], zero)
             assert torch.equal(reward, torch.where(terminated, 0.0, -1.0))
         else:  # the last torque: the step's output only
-            seen = torch_envs.PendulumState(obs[:, 1].atan2(obs[:, 0]), obs[:, 2], zero.float(), zero)
+            seen = torch_ports.PendulumState(obs[:, 1].atan2(obs[:, 0]), obs[:, 2], zero.float(), zero)
         reached, _, reward_there, terminated_there, _ = twin.step_env(seen, action)
         torch.testing.assert_close(final_obs, reached, rtol=1e-5, atol=1e-4 if env_id == "Acrobot-v1" else 1e-5)
         torch.testing.assert_close(reward, reward_there, rtol=1e-5, atol=1e-5)
@@ -770,7 +770,7 @@ def test_gymnasium_wrapper(env_id):
     runs = []
     ones = torch.ones(num_envs, 1) if env.continuous else torch.ones(num_envs, dtype=torch.int64)
     for seed in (1, 1, 2):
-        e = torch_envs.make_gymnasium(env_id, num_envs, "cpu", seed=seed)
+        e = gymnasium_envs.make(env_id, num_envs, "cpu", seed=seed)
         first, _ = e.reset()
         runs.append(torch.cat([first] + [e.step(None, ones)[0] for _ in range(30)]))
     assert torch.equal(runs[0], runs[1]) and not torch.equal(runs[0], runs[2])
