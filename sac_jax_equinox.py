@@ -145,7 +145,7 @@ class Actor(eqx.Module):
 
 
 # ---------------------------------------------------------------- replay buffer
-class Batch(NamedTuple):  # transitions: one per row
+class Transitions(NamedTuple):  # one env step's transition per row: a sampled batch, or the buffer's data
     obs: jax.Array
     action: jax.Array
     reward: jax.Array
@@ -154,17 +154,17 @@ class Batch(NamedTuple):  # transitions: one per row
 
 
 class Buffer(NamedTuple):  # preallocated and circular: `data`'s next rows are pos, pos + 1, ...; its first `size` are full
-    data: Batch
+    data: Transitions
     pos: jax.Array
     size: jax.Array
 
 
 def make_buffer(capacity: int, obs_dim: int, action_dim: int) -> Buffer:
     zeros = lambda *shape: jnp.zeros((capacity, *shape), jnp.float32)
-    return Buffer(Batch(zeros(obs_dim), zeros(action_dim), zeros(), zeros(obs_dim), zeros()), jnp.int32(0), jnp.int32(0))
+    return Buffer(Transitions(zeros(obs_dim), zeros(action_dim), zeros(), zeros(obs_dim), zeros()), jnp.int32(0), jnp.int32(0))
 
 
-def store(buffer: Buffer, transitions: Batch) -> Buffer:
+def store(buffer: Buffer, transitions: Transitions) -> Buffer:
     """Write one step of every env at pos, wrapping around to the oldest rows."""
     capacity, n = buffer.data.reward.shape[0], transitions.reward.shape[0]
     rows = (buffer.pos + jnp.arange(n)) % capacity
@@ -172,7 +172,7 @@ def store(buffer: Buffer, transitions: Batch) -> Buffer:
     return Buffer(data, (buffer.pos + n) % capacity, jnp.minimum(buffer.size + n, capacity))
 
 
-def sample(buffer: Buffer, key, batch_size: int) -> Batch:
+def sample(buffer: Buffer, key, batch_size: int) -> Transitions:
     """batch_size rows drawn uniformly, with replacement, from the full ones."""
     rows = jax.random.randint(key, (batch_size,), 0, buffer.size)
     return jax.tree.map(lambda stored: stored[rows], buffer.data)
@@ -212,14 +212,14 @@ class Learner(NamedTuple):  # the networks, their optimizers and the entropy coe
     log_alpha: TrainState  # params: {"log_alpha": a scalar}
 
 
-def q_target(learner: Learner, batch: Batch, noise, alpha, args: Args):
+def q_target(learner: Learner, batch: Transitions, noise, alpha, args: Args):
     """The soft TD target: reward + gamma * (min of the target Qs - alpha * log pi) at the next state, cut by termination."""
     next_action, next_log_pi = learner.actor.params.get_action(batch.next_obs, noise)
     q1, q2 = learner.target_params(batch.next_obs, next_action)
     return batch.reward + (1 - batch.terminated) * args.gamma * (jnp.minimum(q1, q2) - alpha * next_log_pi)
 
 
-def q_loss(critic: Critic, batch: Batch, target):
+def q_loss(critic: Critic, batch: Transitions, target):
     """Both Q networks' mean squared error to the target, summed."""
     q1, q2 = critic(batch.obs, batch.action)
     qf1_loss, qf2_loss = ((q1 - target) ** 2).mean(), ((q2 - target) ** 2).mean()
@@ -244,7 +244,7 @@ def current_alpha(learner: Learner, args: Args):
     return jnp.exp(learner.log_alpha.params["log_alpha"]) if args.autotune else jnp.float32(args.alpha)
 
 
-def update_critic(learner: Learner, batch: Batch, noise, args: Args):
+def update_critic(learner: Learner, batch: Transitions, noise, args: Args):
     """One Adam step of both Q networks toward the soft TD target (no gradient through it)."""
     target = q_target(learner, batch, noise, current_alpha(learner, args), args)
     grads, info = eqx.filter_grad(q_loss, has_aux=True)(learner.critic.params, batch, target)
@@ -265,10 +265,10 @@ def update_actor(learner: Learner, obs, noise, alpha_noise, target_entropy, args
     return learner, info
 
 
-def update(learner: Learner, batch: Batch, key, target_entropy, args: Args):
+def update(learner: Learner, batch: Transitions, key, target_entropy, args: Args):
     """One gradient step, in CleanRL's order: the critic; every policy_frequency steps policy_frequency actor (and
     alpha) steps on the same batch; every target_network_frequency steps the targets move tau toward the critic."""
-    step = learner.critic.step
+    grad_step = learner.critic.step
     critic_key, actor_key = jax.random.split(key)
     learner, info = update_critic(learner, batch, jax.random.normal(critic_key, batch.action.shape), args)
 
@@ -285,10 +285,11 @@ def update(learner: Learner, batch: Batch, key, target_entropy, args: Args):
             actor_loss=jnp.float32(0), alpha=jnp.float32(0), alpha_loss=jnp.float32(0), actor_updated=jnp.float32(0)
         )
 
-    learner, actor_info = jax.lax.cond(step % args.policy_frequency == 0, actor_steps, no_actor_step, learner)
-    lerp = lambda target, param: target + args.tau * (param - target)  # torch's lerp_
+    learner, actor_info = jax.lax.cond(grad_step % args.policy_frequency == 0, actor_steps, no_actor_step, learner)
+    # torch's lerp_, not optax.incremental_update's tau * param + (1 - tau) * target: the same rounding in both
+    lerp = lambda target, param: target + args.tau * (param - target)
     moved = jax.tree.map(lerp, learner.target_params, learner.critic.params)  # a Critic's leaves are its arrays
-    target_params = jax.lax.cond(step % args.target_network_frequency == 0, lambda: moved, lambda: learner.target_params)
+    target_params = jax.lax.cond(grad_step % args.target_network_frequency == 0, lambda: moved, lambda: learner.target_params)
     return learner._replace(target_params=target_params), info | actor_info
 
 
@@ -312,13 +313,13 @@ def env_step(carry: Carry, env, env_params, random: bool):
         action = jax.random.uniform(action_key, shape, minval=space.low, maxval=space.high)
     else:
         action, _ = carry.learner.actor.params.get_action(carry.obs, jax.random.normal(action_key, shape))
-    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))  # one key, state and action per env; the same params
+    step_envs = jax.vmap(env.step, in_axes=(0, 0, 0, None))  # one key, state and action per env; the same params
     keys = jax.random.split(env_key, shape[0])
-    obs, env_state, reward, terminated, truncated, info = step(
+    obs, env_state, reward, terminated, truncated, info = step_envs(
         keys, carry.env_state, gymnax_envs.clipped(space, action), env_params
     )
     episode, finished = gymnax_envs.count_episodes(carry.episode, reward, jnp.logical_or(terminated, truncated))
-    transitions = Batch(carry.obs, action, reward, info["final_observation"], terminated.astype(jnp.float32))
+    transitions = Transitions(carry.obs, action, reward, info["final_observation"], terminated.astype(jnp.float32))
     return Carry(carry.learner, store(carry.buffer, transitions), env_state, obs, episode, key), finished
 
 
@@ -375,7 +376,7 @@ def train(args: Args) -> dict:
         return jax.lax.scan(lambda carry, _: env_step(carry, env, env_params, random=True), carry, length=random_steps)
 
     def iteration(carry: Carry):
-        def step(carry: Carry, _):
+        def step_and_update(carry: Carry, _):
             carry, finished = env_step(carry, env, env_params, random=False)
 
             def gradient_step(_, looped):
@@ -398,16 +399,16 @@ def train(args: Args) -> dict:
             learner, key, info = jax.lax.fori_loop(0, trips, gradient_step, (carry.learner, carry.key, zeros))
             return carry._replace(learner=learner, key=key), (finished, info)
 
-        carry, (finished, info) = jax.lax.scan(step, carry, length=args.steps_per_iteration)
+        carry, (finished, info) = jax.lax.scan(step_and_update, carry, length=args.steps_per_iteration)
         return carry, iteration_stats(finished, info, args.steps_per_iteration * args.updates_per_step)
 
     # Each phase one XLA program, traced and compiled on its first call; the carry's buffers are reused (donated).
     # eqx.filter_jit traces the carry's arrays and holds the rest (the optimizers, the action bounds) static.
-    warm_up, iterate = eqx.filter_jit(random_phase, donate="all"), eqx.filter_jit(iteration, donate="all")
+    run_random_phase, iterate = eqx.filter_jit(random_phase, donate="all"), eqx.filter_jit(iteration, donate="all")
     random_start = time.perf_counter()
     random_ended = None  # the episodes that ended among the random steps
     if random_steps:
-        carry, random_ended = jax.block_until_ready(warm_up(carry))
+        carry, random_ended = jax.block_until_ready(run_random_phase(carry))
     if args.full_buffer:
         carry = carry._replace(buffer=fill(carry.buffer))  # before the timer, outside the jitted programs
     random_duration = time.perf_counter() - random_start  # its compilation included
@@ -416,11 +417,11 @@ def train(args: Args) -> dict:
         with log.timed(no_syncs(i)):  # (below) an implicit transfer inside fails the run
             carry, metrics = jax.block_until_ready(iterate(carry))  # JAX dispatches asynchronously: wait for the outputs
         log.iteration(jax.device_get(metrics))  # to the host, after the timer
-    params = eqx.filter(
+    trained = eqx.filter(
         (carry.learner.actor.params, carry.learner.critic.params, carry.learner.log_alpha.params), eqx.is_array
     )
     fields = record.random_steps_fields(args, random_steps, random_duration, num_iterations, random_ended)
-    return log.record(params, rollout="scan", extra=fields)
+    return log.record(trained, rollout="scan", extra=fields)
 
 
 # ======================================================================================== benchmark harness

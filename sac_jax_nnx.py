@@ -139,7 +139,7 @@ class Actor(nnx.Module):
 
 
 # ---------------------------------------------------------------- replay buffer
-class Batch(NamedTuple):  # transitions: one per row
+class Transitions(NamedTuple):  # one env step's transition per row: a sampled batch, or the buffer's data
     obs: jax.Array
     action: jax.Array
     reward: jax.Array
@@ -148,17 +148,17 @@ class Batch(NamedTuple):  # transitions: one per row
 
 
 class Buffer(NamedTuple):  # preallocated and circular: `data`'s next rows are pos, pos + 1, ...; its first `size` are full
-    data: Batch
+    data: Transitions
     pos: jax.Array
     size: jax.Array
 
 
 def make_buffer(capacity: int, obs_dim: int, action_dim: int) -> Buffer:
     zeros = lambda *shape: jnp.zeros((capacity, *shape), jnp.float32)
-    return Buffer(Batch(zeros(obs_dim), zeros(action_dim), zeros(), zeros(obs_dim), zeros()), jnp.int32(0), jnp.int32(0))
+    return Buffer(Transitions(zeros(obs_dim), zeros(action_dim), zeros(), zeros(obs_dim), zeros()), jnp.int32(0), jnp.int32(0))
 
 
-def store(buffer: Buffer, transitions: Batch) -> Buffer:
+def store(buffer: Buffer, transitions: Transitions) -> Buffer:
     """Write one step of every env at pos, wrapping around to the oldest rows."""
     capacity, n = buffer.data.reward.shape[0], transitions.reward.shape[0]
     rows = (buffer.pos + jnp.arange(n)) % capacity
@@ -166,7 +166,7 @@ def store(buffer: Buffer, transitions: Batch) -> Buffer:
     return Buffer(data, (buffer.pos + n) % capacity, jnp.minimum(buffer.size + n, capacity))
 
 
-def sample(buffer: Buffer, key, batch_size: int) -> Batch:
+def sample(buffer: Buffer, key, batch_size: int) -> Transitions:
     """batch_size rows drawn uniformly, with replacement, from the full ones."""
     rows = jax.random.randint(key, (batch_size,), 0, buffer.size)
     return jax.tree.map(lambda stored: stored[rows], buffer.data)
@@ -199,14 +199,14 @@ class Learner(NamedTuple):  # the networks, their optimizers and the entropy coe
     log_alpha: TrainState  # params: {"log_alpha": a scalar}
 
 
-def q_target(learner: Learner, batch: Batch, noise, alpha, args: Args):
+def q_target(learner: Learner, batch: Transitions, noise, alpha, args: Args):
     """The soft TD target: reward + gamma * (min of the target Qs - alpha * log pi) at the next state, cut by termination."""
     next_action, next_log_pi = learner.actor.params.get_action(batch.next_obs, noise)
     q1, q2 = learner.target_params(batch.next_obs, next_action)
     return batch.reward + (1 - batch.terminated) * args.gamma * (jnp.minimum(q1, q2) - alpha * next_log_pi)
 
 
-def q_loss(critic: Critic, batch: Batch, target):
+def q_loss(critic: Critic, batch: Transitions, target):
     """Both Q networks' mean squared error to the target, summed."""
     q1, q2 = critic(batch.obs, batch.action)
     qf1_loss, qf2_loss = ((q1 - target) ** 2).mean(), ((q2 - target) ** 2).mean()
@@ -231,7 +231,7 @@ def current_alpha(learner: Learner, args: Args):
     return jnp.exp(learner.log_alpha.params["log_alpha"]) if args.autotune else jnp.float32(args.alpha)
 
 
-def update_critic(learner: Learner, batch: Batch, noise, args: Args):
+def update_critic(learner: Learner, batch: Transitions, noise, args: Args):
     """One Adam step of both Q networks toward the soft TD target (no gradient through it)."""
     target = q_target(learner, batch, noise, current_alpha(learner, args), args)
     grads, info = nnx.grad(q_loss, has_aux=True)(learner.critic.params, batch, target)
@@ -252,10 +252,10 @@ def update_actor(learner: Learner, obs, noise, alpha_noise, target_entropy, args
     return learner, info
 
 
-def update(learner: Learner, batch: Batch, key, target_entropy, args: Args):
+def update(learner: Learner, batch: Transitions, key, target_entropy, args: Args):
     """One gradient step, in CleanRL's order: the critic; every policy_frequency steps policy_frequency actor (and
     alpha) steps on the same batch; every target_network_frequency steps the targets move tau toward the critic."""
-    step = learner.critic.step[...]  # its value now: update_critic increments it in place
+    grad_step = learner.critic.step[...]  # its value now: update_critic increments it in place
     critic_key, actor_key = jax.random.split(key)
     learner, info = update_critic(learner, batch, jax.random.normal(critic_key, batch.action.shape), args)
 
@@ -272,10 +272,13 @@ def update(learner: Learner, batch: Batch, key, target_entropy, args: Args):
             actor_loss=jnp.float32(0), alpha=jnp.float32(0), alpha_loss=jnp.float32(0), actor_updated=jnp.float32(0)
         )
 
-    learner, actor_info = nnx.cond(step % args.policy_frequency == 0, actor_steps, no_actor_step, learner)
-    lerp = lambda target, param: target + args.tau * (param - target)  # torch's lerp_
+    learner, actor_info = nnx.cond(grad_step % args.policy_frequency == 0, actor_steps, no_actor_step, learner)
+    # torch's lerp_, not optax.incremental_update's tau * param + (1 - tau) * target: the same rounding in both
+    lerp = lambda target, param: target + args.tau * (param - target)
     moved = jax.tree.map(lerp, nnx.state(learner.target_params), nnx.state(learner.critic.params))
-    nnx.cond(step % args.target_network_frequency == 0, nnx.update, lambda target, moved: None, learner.target_params, moved)
+    nnx.cond(
+        grad_step % args.target_network_frequency == 0, nnx.update, lambda target, moved: None, learner.target_params, moved
+    )
     return learner, info | actor_info
 
 
@@ -299,13 +302,13 @@ def env_step(carry: Carry, actor: Actor, env, env_params, random: bool):
     else:
         noise = jax.random.normal(action_key, shape)
         action, _ = actor.get_action(carry.obs, noise)
-    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))  # one key, state and action per env; the same params
+    step_envs = jax.vmap(env.step, in_axes=(0, 0, 0, None))  # one key, state and action per env; the same params
     keys = jax.random.split(env_key, shape[0])
-    obs, env_state, reward, terminated, truncated, info = step(
+    obs, env_state, reward, terminated, truncated, info = step_envs(
         keys, carry.env_state, gymnax_envs.clipped(space, action), env_params
     )
     episode, finished = gymnax_envs.count_episodes(carry.episode, reward, jnp.logical_or(terminated, truncated))
-    transitions = Batch(carry.obs, action, reward, info["final_observation"], terminated.astype(jnp.float32))
+    transitions = Transitions(carry.obs, action, reward, info["final_observation"], terminated.astype(jnp.float32))
     return Carry(store(carry.buffer, transitions), env_state, obs, episode, key), finished
 
 
@@ -361,7 +364,7 @@ def train(args: Args) -> dict:
         return jax.lax.scan(lambda carry, _: env_step(carry, None, env, env_params, random=True), carry, length=random_steps)
 
     def iteration(learner: Learner, carry: Carry):  # nnx.scan carries the learner's modules, updated in place
-        def step(scanned, _):
+        def step_and_update(scanned, _):
             learner, carry = scanned
             carry, finished = env_step(carry, learner.actor.params, env, env_params, random=False)
 
@@ -385,16 +388,16 @@ def train(args: Args) -> dict:
             learner, key, info = nnx.fori_loop(0, trips, gradient_step, (learner, carry.key, zeros))
             return (learner, carry._replace(key=key)), (finished, info)
 
-        (learner, carry), (finished, info) = nnx.scan(step, length=args.steps_per_iteration)((learner, carry), None)
+        (learner, carry), (finished, info) = nnx.scan(step_and_update, length=args.steps_per_iteration)((learner, carry), None)
         return carry, iteration_stats(finished, info, args.steps_per_iteration * args.updates_per_step)
 
     # Each phase one XLA program, traced and compiled on its first call; the carry's buffers are reused (donated).
-    warm_up = nnx.jit(random_phase, donate_argnums=0)
+    run_random_phase = nnx.jit(random_phase, donate_argnums=0)
     iterate = nnx.cached_partial(nnx.jit(iteration, donate_argnums=1), learner)  # walks the learner's graph once, not per call
     random_start = time.perf_counter()
     random_ended = None  # the episodes that ended among the random steps
     if random_steps:
-        carry, random_ended = jax.block_until_ready(warm_up(carry))
+        carry, random_ended = jax.block_until_ready(run_random_phase(carry))
     if args.full_buffer:
         carry = carry._replace(buffer=fill(carry.buffer))  # before the timer, outside the jitted programs
     random_duration = time.perf_counter() - random_start  # its compilation included
@@ -403,9 +406,9 @@ def train(args: Args) -> dict:
         with log.timed(no_syncs(i)):  # (below) an implicit transfer inside fails the run
             carry, metrics = jax.block_until_ready(iterate(carry))  # JAX dispatches asynchronously: wait for the outputs
         log.iteration(jax.device_get(metrics))  # to the host, after the timer
-    params = nnx.state((learner.actor.params, learner.critic.params, learner.log_alpha.params), nnx.Param)
+    trained = nnx.state((learner.actor.params, learner.critic.params, learner.log_alpha.params), nnx.Param)
     fields = record.random_steps_fields(args, random_steps, random_duration, num_iterations, random_ended)
-    return log.record(params, rollout="scan", extra=fields)
+    return log.record(trained, rollout="scan", extra=fields)
 
 
 # ======================================================================================== benchmark harness

@@ -155,7 +155,7 @@ class Agent(nn.Module):
 
 
 # ---------------------------------------------------------------- replay buffer
-class Batch(NamedTuple):  # transitions: one per row
+class Transitions(NamedTuple):  # one env step's transition per row: a sampled batch, or the buffer's data
     obs: torch.Tensor
     action: torch.Tensor
     reward: torch.Tensor
@@ -169,11 +169,11 @@ class ReplayBuffer:
 
     def __init__(self, capacity: int, obs_dim: int, action_dim: int, num_envs: int, device: torch.device):
         zeros = lambda *shape: torch.zeros((capacity, *shape), device=device)
-        self.data = Batch(zeros(obs_dim), zeros(action_dim), zeros(), zeros(obs_dim), zeros())
+        self.data = Transitions(zeros(obs_dim), zeros(action_dim), zeros(), zeros(obs_dim), zeros())
         self.capacity, self.pos, self.size = capacity, 0, 0
         self.offsets = torch.arange(num_envs, device=device)
 
-    def store(self, transitions: Batch):
+    def store(self, transitions: Transitions):
         """Write one step of every env at pos, wrapping around to the oldest rows."""
         rows = (self.offsets + self.pos) % self.capacity
         for stored, x in zip(self.data, transitions):
@@ -181,10 +181,10 @@ class ReplayBuffer:
         n = len(self.offsets)
         self.pos, self.size = (self.pos + n) % self.capacity, min(self.size + n, self.capacity)
 
-    def sample(self, batch_size: int) -> Batch:
+    def sample(self, batch_size: int) -> Transitions:
         """batch_size rows drawn uniformly, with replacement, from the full ones."""
         rows = torch.randint(self.size, (batch_size,), device=self.offsets.device)
-        return Batch(*(stored[rows] for stored in self.data))
+        return Transitions(*(stored[rows] for stored in self.data))
 
     def fill(self):
         """Every row full: the empty ones get copies of the stored ones, in order (--full-buffer)."""
@@ -195,7 +195,7 @@ class ReplayBuffer:
 
 
 # ---------------------------------------------------------------- losses
-def q_target(agent: Agent, batch: Batch, noise, alpha, args: Args):
+def q_target(agent: Agent, batch: Transitions, noise, alpha, args: Args):
     """The soft TD target: reward + gamma * (min of the target Qs - alpha * log pi) at the next state, cut by termination."""
     with torch.no_grad():
         next_action, next_log_pi = agent.actor.get_action(batch.next_obs, noise)
@@ -203,7 +203,7 @@ def q_target(agent: Agent, batch: Batch, noise, alpha, args: Args):
         return batch.reward + (1 - batch.terminated) * args.gamma * (min_q - alpha * next_log_pi)
 
 
-def q_loss(agent: Agent, batch: Batch, target):
+def q_loss(agent: Agent, batch: Transitions, target):
     """Both Q networks' mean squared error to the target, summed."""
     q1, q2 = agent.qf1(batch.obs, batch.action), agent.qf2(batch.obs, batch.action)
     qf1_loss, qf2_loss = ((q1 - target) ** 2).mean(), ((q2 - target) ** 2).mean()
@@ -232,7 +232,7 @@ class Optimizers(NamedTuple):  # Adam for the Q networks, the actor and log alph
     alpha: torch.optim.Optimizer
 
 
-def update_critic(agent: Agent, optimizers: Optimizers, batch: Batch, noise, alpha, args: Args) -> dict:
+def update_critic(agent: Agent, optimizers: Optimizers, batch: Transitions, noise, alpha, args: Args) -> dict:
     """One Adam step of both Q networks toward the soft TD target (no gradient through it)."""
     loss, info = q_loss(agent, batch, q_target(agent, batch, noise, alpha, args))
     loss.backward()
@@ -261,21 +261,22 @@ def update_actor(agent: Agent, optimizers: Optimizers, obs, noise, alpha_noise, 
     return info
 
 
-def update(agent: Agent, optimizers: Optimizers, batch: Batch, alpha, target_entropy, step: int, args: Args) -> tuple:
+def update(
+    agent: Agent, optimizers: Optimizers, batch: Transitions, alpha, target_entropy, grad_step: int, args: Args
+) -> tuple:
     """One gradient step, in CleanRL's order: the critic; every policy_frequency steps policy_frequency actor (and
     alpha) steps on the same batch; every target_network_frequency steps the targets move tau toward the critic. The
     critic's losses, and the actor's (None where it did not step)."""
     info = update_critic(agent, optimizers, batch, torch.randn_like(batch.action), alpha, args)
     actor_info = None
-    if step % args.policy_frequency == 0:
+    if grad_step % args.policy_frequency == 0:
         for _ in range(args.policy_frequency):
             noise, alpha_noise = torch.randn((2, *batch.action.shape), device=batch.action.device)
             actor_info = update_actor(agent, optimizers, batch.obs, noise, alpha_noise, alpha, target_entropy, args)
-    if step % args.target_network_frequency == 0:
-        with torch.no_grad():
-            for q, target in ((agent.qf1, agent.qf1_target), (agent.qf2, agent.qf2_target)):
-                for param, target_param in zip(q.parameters(), target.parameters()):
-                    target_param.lerp_(param, args.tau)
+    if grad_step % args.target_network_frequency == 0:
+        with torch.no_grad():  # one call for every parameter: each lerp_'s arithmetic (ATen's foreach kernels call lerp)
+            targets = [*agent.qf1_target.parameters(), *agent.qf2_target.parameters()]
+            torch._foreach_lerp_(targets, [*agent.qf1.parameters(), *agent.qf2.parameters()], args.tau)
     return info, actor_info
 
 
@@ -321,7 +322,7 @@ def train(args: Args) -> dict:
                 action, _ = agent.actor.get_action(carry.obs, torch.randn((args.num_envs, action_dim), device=device))
         env_state, obs, out = envs.step(carry.env_state, action)
         reward, terminated, final_obs = envs.to_torch(out.reward, out.terminated, out.final_obs)
-        buffer.store(Batch(carry.obs, action, reward, final_obs, terminated.float()))
+        buffer.store(Transitions(carry.obs, action, reward, final_obs, terminated.float()))
         return Carry(env_state, obs)
 
     random_start = time.perf_counter()
@@ -336,15 +337,15 @@ def train(args: Args) -> dict:
 
     devices = {"torch": device, "jax": jax_device}
     log = record.Log(args, VARIANT, devices, LIBRARIES, num_iterations, start, args.steps_per_iteration, grad_steps)
-    step, info, actor_info = 0, {}, {}  # what the log shows: the last step's, the last actor step's
+    grad_step, info, actor_info = 0, {}, {}  # what the log shows: the last step's, the last actor step's
     for iteration in range(num_iterations):
         with log.timed(no_syncs(args, device, iteration)):  # (below) nothing in it waits for the device but its end
             for _ in range(args.steps_per_iteration):
                 carry = env_step(carry, random=False)
                 for _ in range(args.updates_per_step):
                     batch = buffer.sample(args.batch_size)
-                    info, updated = update(agent, optimizers, batch, alpha, target_entropy, step, args)
-                    actor_info, step = updated or actor_info, step + 1
+                    info, updated = update(agent, optimizers, batch, alpha, target_entropy, grad_step, args)
+                    actor_info, grad_step = updated or actor_info, grad_step + 1
             synchronize(device)  # (below) the iteration ends when the device is done
         env_state, ended = envs.tally(carry.env_state)
         carry = carry._replace(env_state=env_state)

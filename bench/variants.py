@@ -255,20 +255,27 @@ def _number(value):
         return None
 
 
-def modules(script: Path) -> list:
+def modules(script: Path, root: Optional[Path] = None) -> list:
     """The third-party packages a script imports at module level (what its interpreter must have), with those of the
-    project's modules beside it that it imports so (harness.py)."""
+    project's modules it imports so (benchback/'s), found from `root`, the script's folder by default."""
+    root = root or script.parent
     tree = ast.parse(script.read_text())
-    names = set()
+    names, local = set(), []
     for node in tree.body:
+        imported = []
         if isinstance(node, ast.Import):
-            names |= {a.name.split(".")[0] for a in node.names}
+            imported = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0:
-            names.add(node.module.split(".")[0])
-    local = {name for name in names if (script.parent / f"{name}.py").is_file()}
-    for name in local:
-        names |= set(modules(script.parent / f"{name}.py"))
-    return sorted(names - local - set(sys.stdlib_module_names))
+            imported = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        for name in imported:
+            path = root.joinpath(*name.split("."))
+            found = [p for p in (path.with_suffix(".py"), path / "__init__.py") if p.is_file()]
+            local += found
+            names.add(name.split(".")[0])
+    for path in set(local) - {script}:
+        names |= set(modules(path, root))
+    project = {name for name in names if (root / f"{name}.py").is_file() or (root / name / "__init__.py").is_file()}
+    return sorted(names - project - set(sys.stdlib_module_names))
 
 
 def main() -> int:

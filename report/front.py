@@ -243,10 +243,9 @@ def with_copy(page: str, made: str, markers=MARKERS, name: str = "answer.md") ->
     return markers.sub(lambda m: m.group(1) + made + "\n" + m.group(3), page, count=1)
 
 
-def offpolicy_table(records: Path, page: Optional[str], base: str, learning: bool = True) -> Optional[str]:
-    """offpolicy.md, SAC's tables (report.offpolicy) from SAC_SOURCES' records, with where they come from (without
-    `learning`, the timing table alone: README's copy); None where none of the sources is there and the page has no
-    place for it."""
+def offpolicy_summary(records: Path, page: Optional[str]) -> Optional[dict]:
+    """SAC's summary (report.offpolicy) from SAC_SOURCES' records; None where none of the sources is there and the page
+    has no place for it."""
     found = [name for name in SAC_SOURCES if (records / name / "records").is_dir()]
     if not found and not (page and SAC_MARKERS.search(page)):
         return None
@@ -263,9 +262,14 @@ def offpolicy_table(records: Path, page: Optional[str], base: str, learning: boo
             one_machine(made, name)  # a time of one machine is never divided by another's
         runs += made
     try:
-        summary = offpolicy.summary(runs)
+        return offpolicy.summary(runs)
     except offpolicy.MixedSettings as e:
         raise FrontError(str(e)) from None
+
+
+def offpolicy_table(summary: dict, base: str, learning: bool = True) -> str:
+    """offpolicy.md, SAC's tables from offpolicy_summary's summary, with where they come from (without `learning`, the
+    timing table alone: README's copy)."""
     links = ", ".join(f"[{name}]({base}{name}/report/summary.md)" for name in SAC_SOURCES)
     return offpolicy.markdown(summary, learning) + f"\nFrom: {links} (each set's runs in `records/`).\n"
 
@@ -325,13 +329,16 @@ def main(argv=None) -> int:
         check_out(args.readme, "--readme")
     try:
         sources, page = read(args.records, args.readme)
+        if page is not None:  # before the work: a page with no place for the table is refused at once
+            with_copy(page, "")
         result = answer_columns(sources)
         made = markdown(result, base(args.records, args.out))
-        sac = offpolicy_table(args.records, page, base(args.records, args.out))
+        summary = offpolicy_summary(args.records, page)
+        sac = None if summary is None else offpolicy_table(summary, base(args.records, args.out))
         if page is not None:
             page = with_copy(page, markdown(result, base(args.records, args.readme.parent)))
             if sac is not None:
-                sac_page = offpolicy_table(args.records, page, base(args.records, args.readme.parent), learning=False)
+                sac_page = offpolicy_table(summary, base(args.records, args.readme.parent), learning=False)
                 page = with_copy(page, sac_page, SAC_MARKERS, "offpolicy.md")
     except (FrontError, OSError, Unreadable) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -7,7 +7,7 @@ script's real training loop with that buffer swapped for the library's, nothing 
   (flashbax.make_item_buffer, add_batches=True), its state living in the carry where `Buffer` lives, inside the
   iteration's one jitted program;
 - torch: ReplayBuffer replaced, on a freshly loaded sac_torch.py, by a class of the same interface over torchrl's
-  ReplayBuffer on a LazyTensorStorage (a TensorDict of the Batch fields, extended each step, sampled each update).
+  ReplayBuffer on a LazyTensorStorage (a TensorDict of the Transitions fields, extended each step, sampled each update).
 Each run is a process of its own (`--one VARIANT BUFFER`) calling the script's train(); its steady iteration is the
 median of iterations 1 to the end. Each block runs every variant with its own buffer and the library's, the order
 rotated from block to block; per variant, the ratio library / own per block, over the blocks the geometric mean with a
@@ -74,7 +74,7 @@ def with_flashbax(module, args, seen: dict) -> None:
     buffer = flashbax.make_item_buffer(
         max_length=args.buffer_size, min_length=1, sample_batch_size=args.batch_size, add_batches=True
     )
-    Batch = module.Batch
+    Batch = module.Transitions
 
     def make_buffer(capacity: int, obs_dim: int, action_dim: int):
         assert capacity == args.buffer_size, (capacity, args.buffer_size)
@@ -105,7 +105,7 @@ def with_torchrl(module, args, seen: dict) -> None:
     from tensordict import TensorDict
     from torchrl.data import LazyTensorStorage, ReplayBuffer
 
-    Batch = module.Batch
+    Batch = module.Transitions
 
     class TorchRLBuffer:
         def __init__(self, capacity: int, obs_dim: int, action_dim: int, num_envs: int, device):

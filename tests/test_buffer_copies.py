@@ -15,7 +15,8 @@ ROWS = 1_000_000  # the scripts' default: what XLA decides may depend on the siz
 COPYING = "ca9a9c4"  # the last commit whose Linen and Equinox iterations copied the buffer at CELL
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
+# Linen's by default, the others (about 30 s each on 2 cores) under the slow marker; results/studies/sac-buffer holds all
+@pytest.mark.parametrize("variant", [v if v == "jax_linen" else pytest.param(v, marks=pytest.mark.slow) for v in VARIANTS])
 def test_no_jax_sac_iteration_copies_its_buffer(variant):
     assert buffer_copies.copies(ROOT / f"sac_{variant}.py", CELL, ROWS) == []
 

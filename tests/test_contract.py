@@ -388,7 +388,7 @@ def test_each_coefficient_range_keeps_its_edges(variant):
         check_coefficients(module.Args(gamma=1.0 + 1e-9))
 
 
-# One script per framework: the path from the shell (main, its exit code) is harness code, which tests/test_harness.py
+# One script per framework: the path from the shell (main, its exit code) is harness code, which tests/test_shared.py
 # holds identical among the scripts of a framework; every script's own checks run in-process above.
 ONE_PER_FRAMEWORK = [v for i, v in enumerate(VARIANTS) if framework(v) not in map(framework, VARIANTS[:i])]
 

@@ -229,8 +229,9 @@ def test_the_readme_shows_the_off_policy_table_the_committed_sac_records_make():
     (report.offpolicy), and results/answer/offpolicy.md the whole of it, learning too."""
     rerun = "rerun: python -m report.front --readme README.md"
     readme = (ROOT / "README.md").read_text()
-    made = front.offpolicy_table(ROOT / "results", readme, "results/", learning=False)
-    assert made is not None and "jax_linen" in made and "IQM" not in made
+    summary = front.offpolicy_summary(ROOT / "results", readme)
+    made = front.offpolicy_table(summary, "results/", learning=False)
+    assert "jax_linen" in made and "IQM" not in made
     assert front.with_copy(readme, made, front.SAC_MARKERS, "offpolicy.md") == readme, rerun
-    whole = front.offpolicy_table(ROOT / "results", None, "../")
+    whole = front.offpolicy_table(summary, "../")
     assert "IQM" in whole and (ROOT / "results" / "answer" / "offpolicy.md").read_text() == whole, rerun

@@ -63,7 +63,11 @@ def recorder(script: str, stepped):
     return seen, step
 
 
-@pytest.mark.parametrize("variant", [pytest.param(v, marks=pytest.mark.slow) if v == "linen_nojit" else v for v in VARIANTS])
+# linen_nojit (eager JAX) and torch_compile (compiling), a minute each on 2 cores, under the slow marker
+SLOW = ("linen_nojit", "torch_compile")
+
+
+@pytest.mark.parametrize("variant", [pytest.param(v, marks=pytest.mark.slow) if v in SLOW else v for v in VARIANTS])
 def test_at_most_four_calls_from_train_to_the_environment_step(variant, monkeypatch):
     """gymnax's env.step, in every script: vmapped in the rollout's scan (JAX), or in the step the torch scripts' envs
     jit (benchback/torch_envs.py). The functions between train and it, the shared modules' counted, are at most four."""
@@ -86,7 +90,11 @@ def test_at_most_four_calls_from_train_to_the_environment_step(variant, monkeypa
 SAC_SCRIPTS = sorted(path.name for path in ROOT.glob("sac_*.py"))
 
 
-@pytest.mark.parametrize("script", SAC_SCRIPTS)
+# One script per framework by default, the others under the slow marker
+@pytest.mark.parametrize(
+    "script",
+    [s if s in ("sac_jax_linen.py", "sac_torch.py") else pytest.param(s, marks=pytest.mark.slow) for s in SAC_SCRIPTS],
+)
 def test_at_most_four_calls_from_train_to_the_environment_step_in_sac(script, monkeypatch):
     """The same for the SAC scripts: JAX's step in the iteration's scan, torch's through the envs' interface."""
     module = load(script.removesuffix(".py"), script)

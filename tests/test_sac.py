@@ -84,8 +84,8 @@ def test_the_buffers_wrap_around_to_the_oldest_rows():
     torch_buffer = pt.ReplayBuffer(5, 1, 1, 2, torch.device("cpu"))
     for step in range(4):
         values = np.array([2 * step, 2 * step + 1], np.float32)
-        buffer = jx.store(buffer, jx.Batch(*(jnp.asarray(values).reshape(2, *s) for s in ((1,), (1,), (), (1,), ()))))
-        torch_buffer.store(pt.Batch(*(torch.tensor(values).reshape(2, *s) for s in ((1,), (1,), (), (1,), ()))))
+        buffer = jx.store(buffer, jx.Transitions(*(jnp.asarray(values).reshape(2, *s) for s in ((1,), (1,), (), (1,), ()))))
+        torch_buffer.store(pt.Transitions(*(torch.tensor(values).reshape(2, *s) for s in ((1,), (1,), (), (1,), ()))))
     for data in (buffer.data, torch_buffer.data):
         for field in data:
             np.testing.assert_array_equal(np.asarray(field).reshape(-1), [5, 6, 7, 3, 4])
@@ -107,7 +107,7 @@ def test_a_partly_filled_buffer_samples_only_its_full_rows():
     import jax.numpy as jnp
 
     jx = load("jax_linen")
-    buffer = jx.store(jx.make_buffer(100, 1, 1), jx.Batch(*(jnp.ones((3, *s)) for s in ((1,), (1,), (), (1,), ()))))
+    buffer = jx.store(jx.make_buffer(100, 1, 1), jx.Transitions(*(jnp.ones((3, *s)) for s in ((1,), (1,), (), (1,), ()))))
     assert np.all(np.asarray(jx.sample(buffer, jax.random.key(1), 500).reward) == 1)
 
 
@@ -188,8 +188,8 @@ def test_from_the_same_start_one_critic_and_one_actor_update_agree():
     )
     alpha = agent.log_alpha.detach().exp()
 
-    batch = jx.Batch(*map(jnp.asarray, (obs, action, reward, next_obs, terminated)))
-    torch_batch = pt.Batch(*map(torch.tensor, (obs, action, reward, next_obs, terminated)))
+    batch = jx.Transitions(*map(jnp.asarray, (obs, action, reward, next_obs, terminated)))
+    torch_batch = pt.Transitions(*map(torch.tensor, (obs, action, reward, next_obs, terminated)))
     learner, info = jx.update_critic(learner, batch, jnp.asarray(noise), actor, critic, jax_args)
     torch_info = pt.update_critic(agent, optimizers, torch_batch, torch.tensor(noise), alpha, torch_args)
     learner, actor_info = jx.update_actor(learner, batch.obs, actor_noise, alpha_noise, actor, critic, -2.0, jax_args)

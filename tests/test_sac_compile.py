@@ -1,4 +1,4 @@
-"""sac_torch_compile.py (issue 73, in progress): sac_torch.py with torch.compile. Its run writes a record that compiles
+"""sac_torch_compile.py: sac_torch.py with torch.compile. Its run writes a record that compiles
 nothing after iteration 0, dynamo's compilations counted in iteration 0; --cuda-graphs without a GPU is refused in one
 line; and from the same weights and batch its compiled critic and actor updates agree with sac_torch.py's eager ones to
 float rounding (inductor may reorder float operations)."""
@@ -7,6 +7,7 @@ import copy
 import json
 
 import numpy as np
+import pytest
 
 from benchback.cli import main
 from benchback.compiles import COMPILES
@@ -49,6 +50,7 @@ def test_cuda_graphs_without_a_gpu_is_one_line_and_exit_2_and_writes_nothing(tmp
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow  # compiles both updates: most of a minute on 2 cores
 def test_from_the_same_start_the_compiled_updates_agree_with_sac_torchs():
     """sac_torch.py's agent, copied; one critic and one actor (and alpha) update each, on the same batch and noise, as
     each script's train makes them: eager with fused Adam, compiled with foreach capturable Adam and tensor rates."""
@@ -85,9 +87,9 @@ def test_from_the_same_start_the_compiled_updates_agree_with_sac_torchs():
     action = rng.uniform(low, high, size=(n, action_dim)).astype(np.float32)
     reward, terminated = rng.normal(size=n).astype(np.float32), (rng.uniform(size=n) < 0.1).astype(np.float32)
     noise, actor_noise, alpha_noise = map(torch.tensor, rng.normal(size=(3, n, action_dim)).astype(np.float32))
-    batch = eager.Batch(*map(torch.tensor, (obs, action, reward, next_obs, terminated)))
+    batch = eager.Transitions(*map(torch.tensor, (obs, action, reward, next_obs, terminated)))
     info = eager.update_critic(agent, optimizers, batch, noise, alpha, args)
-    twin_info = critic_step(pc.Batch(*batch), noise)
+    twin_info = critic_step(pc.Transitions(*batch), noise)
     actor_info = eager.update_actor(agent, optimizers, batch.obs, actor_noise, alpha_noise, alpha, -2.0, args)
     twin_actor_info = actor_step(batch.obs, actor_noise, alpha_noise)
 

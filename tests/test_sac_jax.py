@@ -1,4 +1,4 @@
-"""sac_jax_nnx.py and sac_jax_equinox.py (issue 73, in progress): sac_jax_linen.py in Flax NNX and in Equinox. Each runs
+"""sac_jax_nnx.py and sac_jax_equinox.py: sac_jax_linen.py in Flax NNX and in Equinox. Each runs
 from its command line and writes a record of the same work and parameter count as Linen's, compiles nothing after
 iteration 0, refuses bad input in one line, compiles in `train`; its layers start from Linen's distribution; and from
 Linen's initial parameters, on the same batch and noise, its first critic and actor (and alpha) updates agree with
@@ -182,7 +182,7 @@ def test_from_linens_start_one_critic_and_one_actor_update_agree(name):
         state(log_alpha, optax.adam(args.q_lr)),
     )
 
-    batch = jx.Batch(*map(jnp.asarray, (obs, action, reward, next_obs, terminated)))
+    batch = jx.Transitions(*map(jnp.asarray, (obs, action, reward, next_obs, terminated)))
     learner, info = jx.update_critic(learner, batch, jnp.asarray(noise), actor, critic, args)
     theirs, their_info = other.update_critic(theirs, batch, jnp.asarray(noise), args)
     learner, actor_info = jx.update_actor(learner, batch.obs, actor_noise, alpha_noise, actor, critic, -2.0, args)
@@ -238,7 +238,7 @@ def test_nnx_updates_reach_the_learner_through_the_cached_compiled_call():
     target, actor, log_alpha = pure(learner.target_params), pure(learner.actor.params), pure(learner.log_alpha.params)
     rng = np.random.default_rng(0)
     shapes = ((32, 3), (32, 1), (32,), (32, 3), (32,))
-    batch = m.Batch(*(jnp.asarray(rng.normal(size=s), jnp.float32) for s in shapes))._replace(terminated=jnp.zeros(32))
+    batch = m.Transitions(*(jnp.asarray(rng.normal(size=s), jnp.float32) for s in shapes))._replace(terminated=jnp.zeros(32))
     step = nnx.cached_partial(nnx.jit(lambda learner, key: m.update(learner, batch, key, -1.0, args)[1]), learner)
     step(jax.random.key(0))
     assert int(learner.critic.step[...]) == 1

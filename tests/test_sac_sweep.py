@@ -269,7 +269,7 @@ def test_the_off_policy_table_refuses_a_set_of_two_machines(tmp_path):
     one = next((tmp_path / "speed/sac-cpu/records/overall").glob("jax_nnx__*__seed2.json"))
     one.write_text(json.dumps(json.loads(one.read_text()) | {"cpu": {"model": "another CPU", "cores": 2}}))
     with pytest.raises(front.FrontError, match="speed/sac-cpu: .* 2 machines"):
-        front.offpolicy_table(tmp_path, None, "../")
+        front.offpolicy_summary(tmp_path, None)
 
 
 def test_plot_removes_an_off_policy_figure_an_earlier_report_left(tmp_path):
