@@ -148,7 +148,7 @@ class Transition(NamedTuple):  # one step of every env; a rollout's steps are st
     obs: torch.Tensor
     action: torch.Tensor
     logprob: torch.Tensor
-    reward: torch.Tensor
+    reward: torch.Tensor  # this and the fields below: the envs' EnvStep (benchback/torch_envs.py)
     terminated: torch.Tensor
     truncated: torch.Tensor
     final_obs: torch.Tensor

@@ -191,25 +191,25 @@ class Learner(NamedTuple):  # the networks, their optimizers and the entropy coe
     log_alpha: TrainState  # params: {"log_alpha": a scalar}
 
 
-def q_target(learner: Learner, batch: Transitions, noise, actor: Actor, critic: Critic, alpha, args: Args):
+def q_target(learner: Learner, batch: Transitions, noise, alpha, args: Args):
     """The soft TD target: reward + gamma * (min of the target Qs - alpha * log pi) at the next state, cut by termination."""
-    next_action, next_log_pi = actor.apply(learner.actor.params, batch.next_obs, noise, method="get_action")
-    q1, q2 = critic.apply(learner.target_params, batch.next_obs, next_action)
+    next_action, next_log_pi = learner.actor.apply_fn(learner.actor.params, batch.next_obs, noise, method="get_action")
+    q1, q2 = learner.critic.apply_fn(learner.target_params, batch.next_obs, next_action)
     return batch.reward + (1 - batch.terminated) * args.gamma * (jnp.minimum(q1, q2) - alpha * next_log_pi)
 
 
-def q_loss(critic_params, batch: Transitions, target, critic: Critic):
-    """Both Q networks' mean squared error to the target, summed."""
-    q1, q2 = critic.apply(critic_params, batch.obs, batch.action)
+def q_loss(critic_params, batch: Transitions, target, learner: Learner):
+    """Both Q networks' mean squared error to the target, summed (learner: for the critic's apply_fn)."""
+    q1, q2 = learner.critic.apply_fn(critic_params, batch.obs, batch.action)
     qf1_loss, qf2_loss = ((q1 - target) ** 2).mean(), ((q2 - target) ** 2).mean()
     info = dict(qf1_values=q1.mean(), qf2_values=q2.mean(), qf1_loss=qf1_loss, qf2_loss=qf2_loss)
     return qf1_loss + qf2_loss, info | dict(qf_loss=(qf1_loss + qf2_loss) / 2)
 
 
-def actor_loss(actor_params, critic_params, obs, noise, actor: Actor, critic: Critic, alpha):
-    """alpha * log pi(a|s) - min Q(s, a), for a reparameterized a ~ pi(s)."""
-    action, log_pi = actor.apply(actor_params, obs, noise, method="get_action")
-    q1, q2 = critic.apply(critic_params, obs, action)
+def actor_loss(actor_params, critic_params, obs, noise, alpha, learner: Learner):
+    """alpha * log pi(a|s) - min Q(s, a), for a reparameterized a ~ pi(s) (learner: for the networks' apply_fn)."""
+    action, log_pi = learner.actor.apply_fn(actor_params, obs, noise, method="get_action")
+    q1, q2 = learner.critic.apply_fn(critic_params, obs, action)
     return (alpha * log_pi - jnp.minimum(q1, q2)).mean()
 
 
@@ -223,38 +223,38 @@ def current_alpha(learner: Learner, args: Args):
     return jnp.exp(learner.log_alpha.params["log_alpha"]) if args.autotune else jnp.float32(args.alpha)
 
 
-def update_critic(learner: Learner, batch: Transitions, noise, actor: Actor, critic: Critic, args: Args):
+def update_critic(learner: Learner, batch: Transitions, noise, args: Args):
     """One Adam step of both Q networks toward the soft TD target (no gradient through it)."""
-    target = q_target(learner, batch, noise, actor, critic, current_alpha(learner, args), args)
-    grads, info = jax.grad(q_loss, has_aux=True)(learner.critic.params, batch, target, critic)
+    target = q_target(learner, batch, noise, current_alpha(learner, args), args)
+    grads, info = jax.grad(q_loss, has_aux=True)(learner.critic.params, batch, target, learner)
     return learner._replace(critic=learner.critic.apply_gradients(grads=grads)), info
 
 
-def update_actor(learner: Learner, obs, noise, alpha_noise, actor: Actor, critic: Critic, target_entropy, args: Args):
+def update_actor(learner: Learner, obs, noise, alpha_noise, target_entropy, args: Args):
     """One Adam step of the actor against the Q networks; then, with autotune, one of log alpha on a fresh sample."""
     alpha = current_alpha(learner, args)
-    loss, grads = jax.value_and_grad(actor_loss)(learner.actor.params, learner.critic.params, obs, noise, actor, critic, alpha)
+    loss, grads = jax.value_and_grad(actor_loss)(learner.actor.params, learner.critic.params, obs, noise, alpha, learner)
     learner = learner._replace(actor=learner.actor.apply_gradients(grads=grads))
     info = dict(actor_loss=loss, alpha=alpha, alpha_loss=jnp.float32(0))
     if args.autotune:
-        _, log_pi = actor.apply(learner.actor.params, obs, alpha_noise, method="get_action")
+        _, log_pi = learner.actor.apply_fn(learner.actor.params, obs, alpha_noise, method="get_action")
         loss, grads = jax.value_and_grad(alpha_loss)(learner.log_alpha.params, log_pi, target_entropy)
         learner = learner._replace(log_alpha=learner.log_alpha.apply_gradients(grads=grads))
         info |= dict(alpha_loss=loss)
     return learner, info
 
 
-def update(learner: Learner, batch: Transitions, key, actor: Actor, critic: Critic, target_entropy, args: Args):
+def update(learner: Learner, batch: Transitions, key, target_entropy, args: Args):
     """One gradient step, in CleanRL's order: the critic; every policy_frequency steps policy_frequency actor (and
     alpha) steps on the same batch; every target_network_frequency steps the targets move tau toward the critic."""
     grad_step = learner.critic.step
     critic_key, actor_key = jax.random.split(key)
-    learner, info = update_critic(learner, batch, jax.random.normal(critic_key, batch.action.shape), actor, critic, args)
+    learner, info = update_critic(learner, batch, jax.random.normal(critic_key, batch.action.shape), args)
 
     def actor_steps(learner: Learner):
         def one(learner, key):
             noise, alpha_noise = jax.random.normal(key, (2, *batch.action.shape))
-            return update_actor(learner, batch.obs, noise, alpha_noise, actor, critic, target_entropy, args)
+            return update_actor(learner, batch.obs, noise, alpha_noise, target_entropy, args)
 
         learner, actor_info = jax.lax.scan(one, learner, jax.random.split(actor_key, args.policy_frequency))
         return learner, jax.tree.map(jnp.mean, actor_info) | dict(actor_updated=jnp.float32(1))
@@ -364,7 +364,7 @@ def train(args: Args) -> dict:
                 learner, key, info_sum = looped
                 key, sample_key, update_key = jax.random.split(key, 3)
                 batch = sample(carry.buffer, sample_key, args.batch_size)
-                learner, info = update(learner, batch, update_key, actor, critic, target_entropy, args)
+                learner, info = update(learner, batch, update_key, target_entropy, args)
                 return learner, key, jax.tree.map(jnp.add, info_sum, info)
 
             # On a CPU, a trip count XLA cannot read: given a count of 1 it would inline the loop, fuse the store above

@@ -243,9 +243,9 @@ def with_copy(page: str, made: str, markers=MARKERS, name: str = "answer.md") ->
     return markers.sub(lambda m: m.group(1) + made + "\n" + m.group(3), page, count=1)
 
 
-def offpolicy_summary(records: Path, page: Optional[str]) -> Optional[dict]:
-    """SAC's summary (report.offpolicy) from SAC_SOURCES' records; None where none of the sources is there and the page
-    has no place for it."""
+def offpolicy_summary(records: Path, page: Optional[str], learning: bool = True) -> Optional[dict]:
+    """SAC's summary (report.offpolicy) from SAC_SOURCES' records, without `learning` its timing alone (README's copy);
+    None where none of the sources is there and the page has no place for it."""
     found = [name for name in SAC_SOURCES if (records / name / "records").is_dir()]
     if not found and not (page and SAC_MARKERS.search(page)):
         return None
@@ -262,7 +262,7 @@ def offpolicy_summary(records: Path, page: Optional[str]) -> Optional[dict]:
             one_machine(made, name)  # a time of one machine is never divided by another's
         runs += made
     try:
-        return offpolicy.summary(runs)
+        return offpolicy.summary(runs, learning)
     except offpolicy.MixedSettings as e:
         raise FrontError(str(e)) from None
 

@@ -203,9 +203,11 @@ def learn_configs(runs) -> dict:
     return configs
 
 
-def summary(runs) -> dict:
+def summary(runs, learning: bool = True) -> dict:
+    """Every table's numbers; without `learning` the timing alone (its bootstraps are most of the work)."""
     runs = [r for r in runs if is_sac(r)]
-    return {"timing": timing(runs), "split": split(runs), "learning": learned(runs), "environments": environments(runs)}
+    found = learned(runs) if learning else None
+    return {"timing": timing(runs), "split": split(runs), "learning": found, "environments": environments(runs)}
 
 
 def ratio_text(row: dict) -> str:

@@ -47,6 +47,9 @@ EAGER_JAX_SLOW = [
     pytest.param(v, marks=pytest.mark.slow) if DECLARED[v].framework == "jax" and not DECLARED[v].compiles else v
     for v in VARIANTS
 ]
+# Every variant, all but one per framework (jax_linen, torch) marked slow: for the checks that are the same code in
+# every script of a framework (what is each script's own has tests of its own), to keep the default run short.
+ONE_PER_FRAMEWORK_SLOW = [v if v in ("jax_linen", "torch") else pytest.param(v, marks=pytest.mark.slow) for v in VARIANTS]
 
 
 # The line below which a script holds what measures it, not its algorithm: "# ===...=== benchmark harness"
@@ -200,7 +203,9 @@ def loss_and_output_grads(variant: str, module, logits, value, mb, args):
 SMOKE = [*SHORT, "--hidden", "32,16", "--seed", "3"]
 CRAFTAX_DEFAULT = [v for v in ("jax_linen", "torch") if v in VARIANTS]
 CRAFTAX_FLAGS = [*SMOKE, "--env-id", "Craftax-Classic-Symbolic-v1"]
-LEARNED_DEFAULT = [v for v in VARIANTS if v not in ("linen_nojit", "torch_compile")]
+# NNX's and Equinox's runs draw Linen's random numbers and run Linen's run from its parameters (test_jax_variants.py):
+# their learning, with torch_compile's, under the slow marker
+LEARNED_DEFAULT = [v for v in ("jax_linen", "torch") if v in VARIANTS]
 LEARN_FLAGS = ["--seed", "1", "--no-cuda", "--no-tensorboard", "--quiet"]
 BACKGROUND_RUNS = {
     # one short run per variant, shared by the contract and equivalence tests

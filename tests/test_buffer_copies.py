@@ -21,6 +21,7 @@ def test_no_jax_sac_iteration_copies_its_buffer(variant):
     assert buffer_copies.copies(ROOT / f"sac_{variant}.py", CELL, ROWS) == []
 
 
+@pytest.mark.slow  # compiles the old program: half a minute on 2 cores
 def test_the_count_finds_the_copies_of_a_program_that_makes_them(tmp_path):
     """sac_jax_linen.py as it was at COPYING, with the modules it imported then: 6 copies a step."""
     for name in ("sac_jax_linen.py", "harness.py", "torch_envs.py"):

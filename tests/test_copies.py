@@ -44,7 +44,7 @@ def test_what_the_scripts_of_a_framework_do_alike_is_one_copy():
     assert not differing({v: ppo_part(v) for v in SCRIPTS})
 
 
-@pytest.mark.parametrize("name", ["ppo_loss", "act", "GymnaxEnvs", "rollout", "make_batch", "Transition"])
+@pytest.mark.parametrize("name", ["ppo_loss", "act", "Carry", "rollout", "make_batch", "Transition"])
 def test_an_edit_to_one_copy_is_found(name):
     """The check above cannot pass by mistake: a shared copy edited in one script is reported."""
     parts = {v: ppo_part(v) for v in SCRIPTS}

@@ -8,7 +8,7 @@ import inspect
 import pytest
 
 from benchback import gymnax_envs
-from conftest import DECLARED, QUIET, ROOT, SCRIPTS, VARIANTS, load
+from conftest import DECLARED, ONE_PER_FRAMEWORK_SLOW, QUIET, ROOT, SCRIPTS, VARIANTS, load
 
 MOST_CALLS = 4
 
@@ -63,11 +63,7 @@ def recorder(script: str, stepped):
     return seen, step
 
 
-# linen_nojit (eager JAX) and torch_compile (compiling), a minute each on 2 cores, under the slow marker
-SLOW = ("linen_nojit", "torch_compile")
-
-
-@pytest.mark.parametrize("variant", [pytest.param(v, marks=pytest.mark.slow) if v in SLOW else v for v in VARIANTS])
+@pytest.mark.parametrize("variant", ONE_PER_FRAMEWORK_SLOW)
 def test_at_most_four_calls_from_train_to_the_environment_step(variant, monkeypatch):
     """gymnax's env.step, in every script: vmapped in the rollout's scan (JAX), or in the step the torch scripts' envs
     jit (benchback/torch_envs.py). The functions between train and it, the shared modules' counted, are at most four."""

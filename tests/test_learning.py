@@ -4,8 +4,8 @@ import pytest
 
 from conftest import BACKGROUND_RUNS, load, read_json
 
-LEARNING_VARIANTS, _ = BACKGROUND_RUNS["learned"]  # all but linen_nojit and torch_compile: see conftest.py
-SLOW_LEARNING_VARIANTS, _ = BACKGROUND_RUNS["learned_rest"]  # torch_compile
+LEARNING_VARIANTS, _ = BACKGROUND_RUNS["learned"]  # jax_linen and torch: see conftest.py
+SLOW_LEARNING_VARIANTS, _ = BACKGROUND_RUNS["learned_rest"]  # jax_nnx, jax_equinox, torch_compile
 
 # What separates working PPO from broken PPO on this config. The learn preset's 281 runs (results/learn/learn-preset:
 # 60 seeds of each jitted JAX variant, 48 of each torch variant, 5 of linen_nojit): every one reached 497
@@ -26,7 +26,7 @@ def test_default_config_learns_cartpole(variant, learned):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", SLOW_LEARNING_VARIANTS)
-def test_default_config_learns_cartpole_compiled_by_torch(variant, learned_rest):
+def test_default_config_learns_cartpole_in_the_other_scripts(variant, learned_rest):
     check_learns(*learned_rest(variant))
 
 

@@ -39,7 +39,7 @@ def tooling(script: str) -> dict:
     return ast.literal_eval(node.value)
 
 
-@pytest.mark.parametrize("name", JAX)
+@pytest.mark.parametrize("name", ["jax_nnx", pytest.param("jax_equinox", marks=pytest.mark.slow)])  # 12 s each
 def test_a_run_from_the_command_line_writes_a_record_like_linens(name, tmp_path):
     proc = run(name, *TINY, "--json-out", "run.json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -23,7 +23,7 @@ def copy(tmp_path_factory):
     root = tmp_path_factory.mktemp("repo")
     for name in ["benchmark.sh", "plot.py", *SCRIPTS.values()]:
         shutil.copy(ROOT / name, root / name)
-    for directory in ("bench", "report"):
+    for directory in ("bench", "benchback", "report"):
         shutil.copytree(ROOT / directory, root / directory, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "ppo_jax_linen.py", root / f"ppo_{NEW}.py")
     return root
