@@ -9,7 +9,6 @@ import time
 import numpy as np
 
 from bench.load_script import load
-from benchback.checks import parse_hidden
 
 WARM_UP = 3  # calls before the timed ones: a compiled function compiles on its first, a CUDA graph records on its second
 BLOCK = 50  # calls issued back to back before one wait; with --calls under 500, a tenth of them (ten blocks)
@@ -188,7 +187,7 @@ def measure_calls(torch_module, env_id: str, hidden: str, num_envs: int, num_ste
 
     # The policies, each as its script builds it in train(): an Agent of the same initial parameters (torch's seed),
     # run under no_grad as collect() runs the rollout.
-    hidden_sizes = parse_hidden(hidden)
+    hidden_sizes = torch_module.checks.parse_hidden(hidden)
     obs_dim = int(np.prod(runner.obs.shape[1:]))  # as train() sizes its Agent
     torch.manual_seed(1)
     agent = torch_module.Agent(obs_dim, hidden_sizes, num_actions, False).to(device)

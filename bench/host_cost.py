@@ -46,8 +46,6 @@ if __name__ == "__main__" and not __package__:  # run as `python bench/host_cost
 from bench.call_costs import CALLS, acting, measure_calls
 from bench.load_script import load
 from bench.outputs import check_out, earlier_result, write_atomic
-from benchback.checks import UsageError
-from benchback.machine import cpu_info
 
 
 def rollout_floor(module, env_id: str, num_envs: int, num_steps: int, iterations: int, devices) -> dict:
@@ -231,7 +229,7 @@ def main(argv=None) -> int:
                 module.Args(env_id=env_id, hidden=a.hidden, num_envs=a.num_envs, num_steps=a.num_steps, cuda=False)
             )
         _, device, jax_device = module.check_args(module.Args(cuda=a.cuda))
-    except UsageError as e:
+    except module.checks.UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     record = earlier_result(a.out)
@@ -247,6 +245,8 @@ def main(argv=None) -> int:
     calls_wanted = a.measure_calls and not (kept and isinstance(record.get("calls"), dict))
     if all(env_id in record["envs"] for env_id in a.env_ids) and not calls_wanted:
         return 0  # measured with the sweep's runs: kept as it is
+    from benchback.machine import cpu_info
+
     record["cpu"], record["xla_flags"] = cpu_info(), os.environ.get("XLA_FLAGS")  # as a run's record has them
     for env_id in a.env_ids:
         if env_id not in record["envs"]:

@@ -6,7 +6,6 @@ import time
 from typing import Optional
 
 from bench.gpu_preflight import SKIPPED
-from benchback.record import Log
 
 # ---------------------------------------------------------------- the sleep detector
 # Waits for its result that a compiling API makes by design on every call, by TOOLING's "compiles": eqx.filter_jit
@@ -188,7 +187,7 @@ def sleep_detector(module, spec, gpu: bool):
     detector = SleepDetector(spec.framework, RESULT_WAITS.get(spec.compiles))
     final_sync = (module, "synchronize") if spec.framework == "torch" else (jax, "block_until_ready")
     hooks = [
-        (Log, "iteration", detector.log_hook),
+        (module.record.Log, "iteration", detector.log_hook),
         (*final_sync, detector.sync_hook),
         (ArrayImpl, "block_until_ready", detector.wait_hook),
     ]

@@ -220,7 +220,7 @@ def main(argv=None) -> int:
     blocks, calls = int(a.blocks), calls_per_size(a)
     began = time.perf_counter()
     scripts = {name: load(f"ppo_jax_{name}.py", f"benchback_nnx_modes_{name}") for name in ("linen", "nnx", "equinox")}
-    compiles = scripts["linen"].COMPILES  # every XLA compilation in this process
+    compiles = scripts["linen"].compiles.COMPILES  # every XLA compilation in this process (benchback/compiles.py)
     jax.config.update("jax_default_matmul_precision", "highest")  # the scripts' default: float32 in every framework
 
     ways, checks = {}, {}

@@ -35,7 +35,6 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 from bench.load_script import load
 from bench.outputs import check_out, write_atomic
 from bench.run_records import cpu_model
-from benchback.record import Log
 from report.timing import MIN_BLOCKS, interval
 
 VARIANTS = {"jax_linen": "flashbax", "torch": "torchrl"}  # each variant -> the library whose buffer takes its own's place
@@ -133,6 +132,7 @@ def one(variant: str, buffer: str, quick: bool, buffer_size: int, out: str) -> N
     seen, losses = {}, []
     if buffer == "library":
         (with_flashbax if variant == "jax_linen" else with_torchrl)(module, args, seen)
+    Log = module.record.Log  # (benchback/record.py's, which the script imports)
     iteration = Log.iteration
 
     def kept_losses(log, metrics: dict):  # after each iteration's timer: what the record does not keep

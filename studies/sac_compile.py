@@ -25,7 +25,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench.outputs import check_out, write_atomic  # noqa: E402
-from benchback.record import Log  # noqa: E402
 
 VARIANTS = ("torch", "torch_compile")
 STEPS = 200  # an iteration's steps: a profile of a few thousand events a step stays small
@@ -39,6 +38,7 @@ def one(variant: str, hidden: str, out: str) -> None:
 
     module = load(f"sac_{variant}.py", f"sac_compile_{variant}")
     found = {}
+    Log = module.record.Log  # (benchback/record.py's, which the script imports)
     timed = Log.timed
 
     @contextlib.contextmanager

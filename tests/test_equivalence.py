@@ -37,6 +37,7 @@ def check_craftax(records):
     assert next(iter(records.values()))["param_count"] == mlp_params([1345, 32, 16, 17]) + mlp_params([1345, 32, 16, 1])
 
 
+@pytest.mark.slow  # Craftax's compilation: about a minute of CPU in two runs; test_craftax.py checks the adapter
 @pytest.mark.skipif(len(CRAFTAX_DEFAULT) < 2, reason="needs jax_linen and torch")
 def test_on_craftax_a_jitted_and_an_eager_variant_do_the_same_work(craftax):
     check_craftax(check_the_same_work(craftax, CRAFTAX_DEFAULT))

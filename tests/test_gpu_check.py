@@ -227,9 +227,14 @@ class CountingDetector(sleep_detector.SleepDetector):
         return {"waits": len(self.waits), "final sync reached": self.reached is not None}
 
 
-# nnx's jit as Linen's (no wait) under the slow marker: each case runs a script, 8-15 s on 2 cores
+# NNX's (no wait, as Linen's) and Equinox's (one) under the slow marker: each case runs a script, 8-15 s on 2 cores
 @pytest.mark.parametrize(
-    "variant, waits", [("jax_linen", 0), pytest.param("jax_nnx", 0, marks=pytest.mark.slow), ("jax_equinox", 1)]
+    "variant, waits",
+    [
+        ("jax_linen", 0),
+        pytest.param("jax_nnx", 0, marks=pytest.mark.slow),
+        pytest.param("jax_equinox", 1, marks=pytest.mark.slow),
+    ],
 )
 def test_the_detector_counts_each_wait_for_an_array_in_the_last_iteration_of_a_real_script(monkeypatch, variant, waits):
     """On the CPU, what the detector's hooks see of the scripts' last timed iteration: eqx.filter_jit waits for its

@@ -62,7 +62,9 @@ def rise_run(variant: str, **flags):
     return record, programs.names
 
 
-@pytest.mark.parametrize("variant", JIT_VARIANTS)
+@pytest.mark.parametrize(
+    "variant", [v if v != "jax_equinox" else pytest.param(v, marks=pytest.mark.slow) for v in JIT_VARIANTS]
+)
 def test_jit_variant_compiles_its_iteration_once(variant):
     record, names = rise_run(variant)
     assert names["jit(iteration)"] == 1, names  # compiled on iteration 0, reused by the 5 others
@@ -70,6 +72,7 @@ def test_jit_variant_compiles_its_iteration_once(variant):
     assert record["compiles_after_first_iteration"] == 0
 
 
+@pytest.mark.slow  # a study mode of NNX's: 8 s on 2 cores
 @needs("jax_nnx")
 def test_nnx_without_cached_partial_compiles_once_and_runs_the_same():
     # --sync-timing too: its two programs, the rollout with its batch and the update, must not retrace either.
@@ -157,7 +160,15 @@ def layers_of(variant: str, agent, name: str) -> list:
     return [(layer.weight.T, layer.bias) for layer in mlp.layers]  # Equinox's weight is (out, in)
 
 
-@pytest.mark.parametrize("variant", [v for v in ("jax_nnx", "jax_equinox") if v in JIT_VARIANTS])
+# Equinox's under the slow marker (about 10 s on 2 cores): its record of Linen's run is checked by test_sac_jax.py too
+@pytest.mark.parametrize(
+    "variant",
+    [
+        v if v != "jax_equinox" else pytest.param(v, marks=pytest.mark.slow)
+        for v in ("jax_nnx", "jax_equinox")
+        if v in JIT_VARIANTS
+    ],
+)
 @needs("jax_linen")
 def test_network_is_linens_network(variant):
     linen_module = load("jax_linen")
@@ -189,7 +200,14 @@ def test_network_is_linens_network(variant):
     assert logits.dtype == value.dtype == jnp.float32
 
 
-@pytest.mark.parametrize("variant", [v for v in ("jax_nnx", "jax_equinox") if v in JIT_VARIANTS])
+@pytest.mark.parametrize(
+    "variant",
+    [
+        v if v != "jax_equinox" else pytest.param(v, marks=pytest.mark.slow)
+        for v in ("jax_nnx", "jax_equinox")
+        if v in JIT_VARIANTS
+    ],
+)
 @needs("jax_linen")
 def test_started_from_linens_parameters_it_runs_linens_run(variant, monkeypatch):
     """The same seed draws the same actions, permutations and env steps in every JAX script; only the initial

@@ -86,10 +86,9 @@ def test_at_most_four_calls_from_train_to_the_environment_step(variant, monkeypa
 SAC_SCRIPTS = sorted(path.name for path in ROOT.glob("sac_*.py"))
 
 
-# One script per framework by default, the others under the slow marker
+# sac_torch.py by default (JAX's path is PPO's, above), the others under the slow marker: 15-20 s each on 2 cores
 @pytest.mark.parametrize(
-    "script",
-    [s if s in ("sac_jax_linen.py", "sac_torch.py") else pytest.param(s, marks=pytest.mark.slow) for s in SAC_SCRIPTS],
+    "script", [s if s == "sac_torch.py" else pytest.param(s, marks=pytest.mark.slow) for s in SAC_SCRIPTS]
 )
 def test_at_most_four_calls_from_train_to_the_environment_step_in_sac(script, monkeypatch):
     """The same for the SAC scripts: JAX's step in the iteration's scan, torch's through the envs' interface."""

@@ -345,6 +345,7 @@ def test_the_collapse_share_interval_is_newcombes(a, b, expected):
     assert learning.collapse_difference(runs(*a), runs(*b)) == pytest.approx(expected, abs=1e-4)
 
 
+@pytest.mark.slow  # the bootstraps twice: 8 s on 2 cores
 def test_the_same_runs_give_the_same_learning_intervals():
     finals = {"jax_linen": [500.0, 480, 470, 490, 499, 455], "torch": [500.0, 300, 495, 488, 470, 420]}
     first, again = (learning.learning_statistics(finals) for _ in range(2))

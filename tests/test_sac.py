@@ -12,6 +12,7 @@ import pytest
 from scipy import stats
 
 from benchback.cli import main
+from benchback.compiles import count_compiles
 from benchback.record import Log
 from conftest import ROOT
 from conftest import load as load_script
@@ -190,9 +191,9 @@ def test_from_the_same_start_one_critic_and_one_actor_update_agree():
 
     batch = jx.Transitions(*map(jnp.asarray, (obs, action, reward, next_obs, terminated)))
     torch_batch = pt.Transitions(*map(torch.tensor, (obs, action, reward, next_obs, terminated)))
-    learner, info = jx.update_critic(learner, batch, jnp.asarray(noise), actor, critic, jax_args)
+    learner, info = jx.update_critic(learner, batch, jnp.asarray(noise), jax_args)
     torch_info = pt.update_critic(agent, optimizers, torch_batch, torch.tensor(noise), alpha, torch_args)
-    learner, actor_info = jx.update_actor(learner, batch.obs, actor_noise, alpha_noise, actor, critic, -2.0, jax_args)
+    learner, actor_info = jx.update_actor(learner, batch.obs, actor_noise, alpha_noise, -2.0, jax_args)
     torch_actor_info = pt.update_actor(
         agent, optimizers, torch_batch.obs, torch.tensor(actor_noise), torch.tensor(alpha_noise), alpha, -2.0, torch_args
     )
@@ -237,6 +238,7 @@ def test_the_final_return_is_the_end_of_the_run_whatever_an_iterations_size():
 
     module = load("jax_linen")
     args = module.Args(quiet=True, tensorboard=False, total_timesteps=21000, learning_starts=1000)
+    count_compiles()  # as a script's train does first: a Log refuses to start without it
     log = Log(args, "jax_linen", {"jax": jax.devices("cpu")[0]}, module.LIBRARIES, 20, time.perf_counter(), 1000, 0)
     for i in range(20):
         with log.timed(contextlib.nullcontext()):

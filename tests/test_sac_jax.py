@@ -183,9 +183,9 @@ def test_from_linens_start_one_critic_and_one_actor_update_agree(name):
     )
 
     batch = jx.Transitions(*map(jnp.asarray, (obs, action, reward, next_obs, terminated)))
-    learner, info = jx.update_critic(learner, batch, jnp.asarray(noise), actor, critic, args)
+    learner, info = jx.update_critic(learner, batch, jnp.asarray(noise), args)
     theirs, their_info = other.update_critic(theirs, batch, jnp.asarray(noise), args)
-    learner, actor_info = jx.update_actor(learner, batch.obs, actor_noise, alpha_noise, actor, critic, -2.0, args)
+    learner, actor_info = jx.update_actor(learner, batch.obs, actor_noise, alpha_noise, -2.0, args)
     theirs, their_actor_info = other.update_actor(theirs, batch.obs, actor_noise, alpha_noise, -2.0, args)
 
     close = lambda a, b: np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-5, atol=1e-6)

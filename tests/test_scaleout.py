@@ -210,6 +210,7 @@ def test_a_task_killed_mid_run_then_rerun_leaves_one_valid_record(tmp_path):
     assert run_files(out2) == records
 
 
+@pytest.mark.slow  # 7 s on 2 cores; the array's tasks are test_every_task_run_by_two_processes_at_once's
 def test_the_sbatch_script_run_by_bash_for_each_array_index_completes_the_plan(tmp_path):
     out = tmp_path / "out"
     flags = [*FAKE_PLAN, "--repeats", "3", "--timeout", "100", "--out", str(out)]

@@ -11,7 +11,19 @@ import pytest
 from bench import plan, plan_args, plan_runs
 from bench.variants import discover, setting_name
 from benchback.cli import main
-from conftest import QUIET, ROOT, SHORT, SHORT_ARGS, TORCH_VARIANTS, load, needs, read_json, run_script
+from conftest import (
+    ONE_PER_FRAMEWORK_SLOW,
+    QUIET,
+    ROOT,
+    SHORT,
+    SHORT_ARGS,
+    TORCH_VARIANTS,
+    VARIANTS,
+    load,
+    needs,
+    read_json,
+    run_script,
+)
 from report import timing
 from report.records import load_runs
 
@@ -19,7 +31,7 @@ STACK_ENVS = ["CartPole-v1", "Acrobot-v1"]
 
 
 @pytest.mark.parametrize("backend", ["torch", "gymnasium"])
-@pytest.mark.parametrize("variant", TORCH_VARIANTS)
+@pytest.mark.parametrize("variant", [p for p, v in zip(ONE_PER_FRAMEWORK_SLOW, VARIANTS) if v in TORCH_VARIANTS])
 def test_a_torch_script_on_its_own_envs_does_the_gymnax_runs_work(variant, backend, smoke, tmp_path, monkeypatch):
     """The same env steps, gradient steps and network as the smoke run on gymnax (the same flags), episodes counted,
     nothing compiled after iteration 0, and a record that names where its environments ran."""

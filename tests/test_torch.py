@@ -243,6 +243,7 @@ def test_cuda_graphs_are_refused_on_the_cpu_in_one_line(tmp_path, monkeypatch, c
     assert list(tmp_path.iterdir()) == []  # no record, no TensorBoard run
 
 
+@pytest.mark.slow  # compiles twice: 12 s on 2 cores; gpu-check runs the path on a GPU
 @needs("torch_compile")
 def test_cuda_graphs_path_runs_and_computes_the_same_on_the_cpu(tmp_path, monkeypatch):
     """What of --cuda-graphs the CPU can settle: with its refusal bypassed, torch.compile's reduce-overhead mode
