@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from conftest import in_background
 from studies import buffer_copies
 from studies.buffer_copies import ROOT, VARIANTS
 
@@ -17,8 +18,9 @@ COPYING = "ca9a9c4"  # the last commit whose Linen and Equinox iterations copied
 
 # Linen's by default, the others (about 30 s each on 2 cores) under the slow marker; results/studies/sac-buffer holds all
 @pytest.mark.parametrize("variant", [v if v == "jax_linen" else pytest.param(v, marks=pytest.mark.slow) for v in VARIANTS])
-def test_no_jax_sac_iteration_copies_its_buffer(variant):
-    assert buffer_copies.copies(ROOT / f"sac_{variant}.py", CELL, ROWS) == []
+@in_background(lambda directory, variant: buffer_copies.copies(ROOT / f"sac_{variant}.py", CELL, ROWS))
+def test_no_jax_sac_iteration_copies_its_buffer(variant, background):
+    assert background == []
 
 
 @pytest.mark.slow  # compiles the old program: half a minute on 2 cores

@@ -89,6 +89,7 @@ def test_part_next_continues_on_a_second_machine_of_the_same_gpu_model_and_no_ot
     assert {name: json.dumps(r) for name, r in run_files(out).items()} == before
 
 
+@pytest.mark.slow  # a fake sweep part by part: 15 s on 2 cores
 def test_part_next_says_when_every_part_is_done(tmp_path):
     out = tmp_path / "out"
     env = gpu_machine(tmp_path / "gpu")

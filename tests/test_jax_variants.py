@@ -62,9 +62,7 @@ def rise_run(variant: str, **flags):
     return record, programs.names
 
 
-@pytest.mark.parametrize(
-    "variant", [v if v != "jax_equinox" else pytest.param(v, marks=pytest.mark.slow) for v in JIT_VARIANTS]
-)
+@pytest.mark.parametrize("variant", [v if v == "jax_nnx" else pytest.param(v, marks=pytest.mark.slow) for v in JIT_VARIANTS])
 def test_jit_variant_compiles_its_iteration_once(variant):
     record, names = rise_run(variant)
     assert names["jit(iteration)"] == 1, names  # compiled on iteration 0, reused by the 5 others

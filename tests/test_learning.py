@@ -4,8 +4,8 @@ import pytest
 
 from conftest import BACKGROUND_RUNS, load, read_json
 
-LEARNING_VARIANTS, _ = BACKGROUND_RUNS["learned"]  # jax_linen and torch: see conftest.py
-SLOW_LEARNING_VARIANTS, _ = BACKGROUND_RUNS["learned_rest"]  # jax_nnx, jax_equinox, torch_compile
+LEARNING_VARIANTS, _ = BACKGROUND_RUNS["learned"]  # jax_linen: see conftest.py
+SLOW_LEARNING_VARIANTS, _ = BACKGROUND_RUNS["learned_rest"]  # jax_nnx, jax_equinox, torch, torch_compile
 
 # What separates working PPO from broken PPO on this config. The learn preset's 281 runs (results/learn/learn-preset:
 # 60 seeds of each jitted JAX variant, 48 of each torch variant, 5 of linen_nojit): every one reached 497

@@ -8,7 +8,7 @@ import pytest
 from benchback import gymnax_envs
 from benchback.gymnax_envs import make
 from benchback.record import Log
-from conftest import DECLARED, EAGER_JAX_SLOW, QUIET, framework, load
+from conftest import DECLARED, ONE_PER_FRAMEWORK_SLOW, QUIET, framework, load
 
 # Sizes that tell the calls apart: a rollout step acts on num_envs observations, the critic values the rollout's
 # 2 * num_steps * num_envs observations and final observations, the update's forward passes take a minibatch.
@@ -61,8 +61,8 @@ def eager_adam(adam):
     return lambda params, lr, eps, **_: adam(params, lr=lr, eps=eps, fused=True)
 
 
-CASES = [*EAGER_JAX_SLOW, ("jax_linen", {"rollout": "python"}), ("torch", {"env_backend": "torch"})]
-CASES += [("torch_compile", {"env_backend": "torch"})]
+CASES = [*ONE_PER_FRAMEWORK_SLOW, ("jax_linen", {"rollout": "python"}), ("torch", {"env_backend": "torch"})]
+CASES += [pytest.param(("torch_compile", {"env_backend": "torch"}), marks=pytest.mark.slow)]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c if isinstance(c, str) else f"{c[0]}-{next(iter(c[1].values()))}")

@@ -14,7 +14,7 @@ from scipy import stats
 from benchback.cli import main
 from benchback.compiles import count_compiles
 from benchback.record import Log
-from conftest import ROOT
+from conftest import ROOT, in_background
 from conftest import load as load_script
 
 SAC = {"jax_linen": "sac_jax_linen.py", "torch": "sac_torch.py"}
@@ -36,11 +36,17 @@ def run(name: str, *flags: str, cwd) -> subprocess.CompletedProcess:
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=600)
 
 
+def tiny_run(directory, name: str):
+    """The script's process on TINY, and its record (None without one): run beside the other tests."""
+    proc = run(name, *TINY, "--json-out", "run.json", cwd=directory)
+    return proc, json.loads((directory / "run.json").read_text()) if (directory / "run.json").exists() else None
+
+
 @pytest.mark.parametrize("name", SAC)
-def test_a_run_from_the_command_line_writes_a_record_of_its_work(name, tmp_path):
-    proc = run(name, *TINY, "--json-out", "run.json", cwd=tmp_path)
+@in_background(tiny_run)
+def test_a_run_from_the_command_line_writes_a_record_of_its_work(name, background):
+    proc, record = background
     assert proc.returncode == 0, proc.stderr[-3000:]
-    record = json.loads((tmp_path / "run.json").read_text())
     assert (record["variant"], record["algorithm"], record["status"]) == (name, "sac", "ok")
     assert record["random_steps"] == 100 and record["env_steps"] == 500  # 100 random, 5 iterations of 2 x 40
     assert len(record["iteration_durations"]) == 5 and record["grad_steps"] == 5 * 40 * 2

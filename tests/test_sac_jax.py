@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from benchback.cli import main
-from conftest import ROOT
+from conftest import ROOT, in_background
 from conftest import load as load_script
 from test_layout import calls_in_train
 from test_sac import SAC, TINY
@@ -39,11 +39,17 @@ def tooling(script: str) -> dict:
     return ast.literal_eval(node.value)
 
 
+def tiny_run(directory, name: str):
+    """The script's process on TINY, and its record (None without one): run beside the other tests."""
+    proc = run(name, *TINY, "--json-out", "run.json", cwd=directory)
+    return proc, json.loads((directory / "run.json").read_text()) if (directory / "run.json").exists() else None
+
+
 @pytest.mark.parametrize("name", ["jax_nnx", pytest.param("jax_equinox", marks=pytest.mark.slow)])  # 12 s each
-def test_a_run_from_the_command_line_writes_a_record_like_linens(name, tmp_path):
-    proc = run(name, *TINY, "--json-out", "run.json", cwd=tmp_path)
+@in_background(tiny_run)
+def test_a_run_from_the_command_line_writes_a_record_like_linens(name, background):
+    proc, record = background
     assert proc.returncode == 0, proc.stderr[-3000:]
-    record = json.loads((tmp_path / "run.json").read_text())
     assert (record["variant"], record["algorithm"], record["status"]) == (name, "sac", "ok")
     assert record["random_steps"] == 100 and record["env_steps"] == 500 and record["grad_steps"] == 5 * 40 * 2
     # sac_jax_linen.py's count for TINY (test_sac): actor, two Q networks, log alpha

@@ -101,6 +101,7 @@ def test_a_resumed_sac_sweep_counts_a_record_done_only_if_made_as_planned(tmp_pa
     assert status == "stale" and "--total-timesteps" in why
 
 
+@pytest.mark.slow  # the learning statistics' bootstraps: 25 s on 2 cores
 def test_the_off_policy_report_gives_each_cells_ratio_and_the_learning(tmp_path):
     made = plan("--preset", "sac", "--envs", "Pendulum-v1", "--sizes", "s", "--repeats", "3")
     for run in made.runs:  # torch twice Linen's time in every cell, the others equal to it

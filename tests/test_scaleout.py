@@ -277,6 +277,7 @@ def test_slurm_submits_with_sbatch_in_arrays_of_at_most_1000(tmp_path):
     assert "--preset full --out" in script.read_text() and "--jobs" not in script.read_text()
 
 
+@pytest.mark.slow  # 9 s on 2 cores
 def test_jobs_2_is_refused_for_timing_on_a_cpu_and_runs_learn_two_at_a_time(tmp_path):
     python, ledger = ledger_python(tmp_path)
     out = tmp_path / "out"

@@ -80,6 +80,7 @@ def test_torch_compile_compiles_the_whole_step_on_the_torch_backend(tmp_path, mo
     assert {f.__qualname__: len(cache_entries(f.__code__)) for f in parts} == {f.__qualname__: 0 for f in parts}
 
 
+@pytest.mark.slow  # two runs: 10 s on 2 cores; test_rollout.py steps Linen from Python too
 @needs("jax_linen")
 def test_linen_stepped_from_python_runs_the_scans_run(tmp_path, monkeypatch):
     """--rollout python: one compiled call a step, the same keys and arithmetic, so the same returns; compiled once."""
