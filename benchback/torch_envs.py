@@ -77,7 +77,8 @@ class GymnaxEnvs:
         action = gymnax_envs.clipped(self.space, action)  # continuous: to the bounds, for the step
         obs, env_state, reward, terminated, truncated, info = step(keys, state.env_state, action, self.env_params)
         episode, finished = gymnax_envs.count_episodes(state.episode, reward, jnp.logical_or(terminated, truncated))
-        ended = {name: total + episode_counts(finished)[name] for name, total in state.ended.items()}  # none: untallied
+        counts = episode_counts(finished) if self.tallies else {}
+        ended = {name: total + counts[name] for name, total in state.ended.items()}
         output = EnvStep(reward, terminated, truncated, info["final_observation"], finished)
         return EnvState(env_state, episode, ended, key), obs, output
 

@@ -1,5 +1,6 @@
 """Shared helpers: load a variant script as a module, run it as a process."""
 
+import ast
 import contextlib
 import importlib.util
 import json
@@ -59,6 +60,17 @@ HARNESS_LINE = re.compile(r"^# =+ benchmark harness$")
 def harness_line(text: str) -> int:
     """The number (from 1) of a script's harness line."""
     return next(i for i, line in enumerate(text.splitlines(), 1) if HARNESS_LINE.match(line))
+
+
+def script_parts(variant: str, below: bool) -> dict:
+    """{name: source} of a script's top-level functions and classes, below its harness line or above it."""
+    text = (ROOT / SCRIPTS[variant]).read_text()
+    line = harness_line(text)
+    return {
+        node.name: ast.get_source_segment(text, node)
+        for node in ast.parse(text).body
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and (node.lineno > line if below else node.lineno < line)
+    }
 
 
 def framework(variant: str) -> str:

@@ -2,11 +2,9 @@
 that two of them define under one name is the same text in both, unless it is one that the variant changes (its
 network, how it rolls out and updates, its train). A diff of two variants then shows only what the framework changes."""
 
-import ast
-
 import pytest
 
-from conftest import ROOT, SCRIPTS, framework, harness_line
+from conftest import SCRIPTS, framework, script_parts
 
 # What each variant writes its own way: its arguments, its network, what the carry holds, and the functions that
 # use its framework's API (linen_nojit's compute_gae scans in Python; torch_compile's minibatch_step clips per parameter).
@@ -18,13 +16,7 @@ OWN = {
 
 def ppo_part(variant: str) -> dict:
     """{name: source} of the top-level functions and classes above the harness line."""
-    text = (ROOT / SCRIPTS[variant]).read_text()
-    line = harness_line(text)
-    return {
-        node.name: ast.get_source_segment(text, node)
-        for node in ast.parse(text).body
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.lineno < line
-    }
+    return script_parts(variant, below=False)
 
 
 def differing(parts: dict) -> dict:

@@ -10,7 +10,7 @@ import functools
 import subprocess
 import sys
 
-from conftest import HARNESS_LINE, ROOT, SCRIPTS, framework, harness_line
+from conftest import HARNESS_LINE, ROOT, SCRIPTS, framework, script_parts
 
 # What a script of a framework writes its own way below the line: how its seeds are stacked (NNX's modules, Equinox's
 # arrays), and torch.compile's mode and CUDA graphs (which its check_args refuses where they cannot run).
@@ -20,13 +20,7 @@ OWN = {"jax": {"stack_seeds"}, "torch": {"compile_mode", "cuda_graphed", "check_
 @functools.cache  # read once: every test asks it of every script
 def below_the_line(variant: str) -> dict:
     """{name: source} of the top-level functions and classes below the harness line."""
-    text = (ROOT / SCRIPTS[variant]).read_text()
-    line = harness_line(text)
-    return {
-        node.name: ast.get_source_segment(text, node)
-        for node in ast.parse(text).body
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.lineno > line
-    }
+    return script_parts(variant, below=True)
 
 
 def differing(parts: dict) -> list:
