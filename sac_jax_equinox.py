@@ -438,7 +438,7 @@ HOST_TO_DEVICE = "disallow"  # what the timed iterations may send to the device 
 def check_args(args: Args):
     """Validate everything before anything is built or written (benchback/checks.py), then set jax's device and precision;
     returns (hidden, device)."""
-    hidden = checks.check_sac_args(args)
+    hidden = checks.check_offpolicy_args(args, "SAC")
     device = jax.devices()[0] if args.cuda else jax.devices("cpu")[0]  # the GPU if jax sees one
     if args.matmul_precision == "high" and device.platform == "cpu":
         raise checks.UsageError(

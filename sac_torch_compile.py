@@ -410,7 +410,7 @@ def cuda_graphed(args: Args, fn):
 
 def check_args(args: Args):
     """Validate everything first (benchback/checks.py), then set the devices and matmul precision: (hidden, device, jax_device)."""
-    hidden = checks.check_sac_args(args)
+    hidden = checks.check_offpolicy_args(args, "SAC")
     # One device for both frameworks, so that DLPack hands buffers over without a copy: the GPU if both see one.
     gpu = args.cuda and torch.cuda.is_available()
     if gpu != (args.cuda and jax.default_backend() == "gpu"):

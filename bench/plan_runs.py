@@ -47,7 +47,7 @@ def make_plan(p: dict, variants: list) -> list:
     variants' order rotates from block to block, so that no variant always runs first after a pause (or after a
     run that leaves the machine warm). A preset with groups reorders the blocks, each as it was: group by group, and
     in a group every seed of a cell before the next (ordered_by_groups)."""
-    if p["algorithm"] == "sac":
+    if p["algorithm"] != "ppo":  # the off-policy scripts' (SAC's, TD3's)
         return sac_plan(p, variants)
     by_name = {v.name: v for v in variants}  # the scripts and their settings (jax_nnx+nocache)
     settings_of, stacks_of = {}, {}  # each script's settings and environment stacks in this plan
@@ -124,7 +124,7 @@ def make_plan(p: dict, variants: list) -> list:
 
 
 def sac_plan(p: dict, variants: list) -> list:
-    """The SAC presets' runs, as make_plan orders PPO's: the seed outermost, a block of every variant per cell and
+    """The SAC (and TD3) presets' runs, as make_plan orders PPO's: the seed outermost, a block of every variant per cell and
     seed, the variants rotated by seed (and the torch script's stacks where a cell says so). overall: SAC_CELLS
     narrowed by --envs and --sizes, named VARIANT__ENV__SIZE__nNUM_ENVS__uUPDATES_PER_STEP__seedSEED; learn: the
     preset's learn_flags (or SAC_LEARN_FLAGS) on each learn env at size s."""
@@ -171,7 +171,7 @@ def sac_plan(p: dict, variants: list) -> list:
 
 
 def algorithm_of(run: Run) -> str:
-    """The algorithm whose script a run runs: ppo (ppo_*.py) or sac (sac_*.py)."""
+    """The algorithm whose script a run runs: ppo (ppo_*.py), sac (sac_*.py) or td3 (td3_*.py)."""
     return run.script.split("/")[-1].split("_", 1)[0]
 
 

@@ -97,7 +97,7 @@ FULL = {
     "part_minutes": None,
     "learn_flags": None,  # a SAC preset's learn runs' flags (None: SAC_LEARN_FLAGS); PPO's run each script's defaults
     "sac_preset": None,  # a SAC preset whose runs a PPO preset's plan holds too, as a group of its own (the gpu preset's)
-    "algorithm": "ppo",  # the scripts it runs: ppo_*.py, or sac_*.py (bench/variants.py)
+    "algorithm": "ppo",  # the scripts it runs: ppo_*.py, or sac_*.py, td3_*.py (bench/variants.py)
 }
 PRESETS = {
     # A smoke test of the sweep and of every figure: a tiny iteration, so process start-up and compilation
@@ -261,6 +261,24 @@ PRESETS = {
         "variants": ["jax_linen", "jax_nnx", "torch"],
         "learn_flags": ["--total-timesteps", 50000, "--learning-starts", 5000],
         "repeats": 5,
+        "timeout": 1800,
+    },
+    # TD3 (td3_*.py), on SAC's structure: the sac preset's cells and settings, 10 blocks.
+    "td3": {
+        "algorithm": "td3",
+        "experiments": ["overall"],
+        "envs": ["Pendulum-v1", "MountainCarContinuous-v0"],
+        "sizes": ["c", "s"],
+        "repeats": 10,
+        "iterations": 11,
+        "timeout": 900,
+    },
+    # Every TD3 variant learns Pendulum-v1 as sac-learn's: size s, 20000 steps, the first 1000 random, seeds 1-10.
+    "td3-learn": {
+        "algorithm": "td3",
+        "experiments": ["learn"],
+        "learn_envs": ["Pendulum-v1"],
+        "repeats": 10,
         "timeout": 1800,
     },
 }

@@ -1,5 +1,5 @@
 """The scripts' input checks, run before anything is built or written: bad input is a UsageError, which cli.main
-reports in one line with exit code 2. PPO's (check_ppo_args) and SAC's (check_sac_args), and the parts they share."""
+reports in one line with exit code 2. PPO's (check_ppo_args), the off-policy scripts' (check_offpolicy_args), and the parts they share."""
 
 import os
 
@@ -117,12 +117,13 @@ def check_env_id(env_id: str) -> None:
         raise UsageError(f"unsupported --env-id {env_id!r}; {ids}")
 
 
-def check_sac_args(args) -> tuple[int, ...]:
-    """What every SAC script checks before anything is built or written: sizes, coefficients, the output path, the
-    limits and the environment id, which must have continuous actions. Returns the hidden sizes."""
+def check_offpolicy_args(args, algorithm: str) -> tuple[int, ...]:
+    """What every off-policy script (SAC's, TD3's: `algorithm`, for the message) checks before anything is built or
+    written: sizes, coefficients (those its Args have), the output path, the limits and the environment id, which must
+    have continuous actions. Returns the hidden sizes."""
     hidden = parse_hidden(args.hidden)
-    positive = ("total_timesteps", "num_envs", "steps_per_iteration", "buffer_size", "batch_size")
-    for name in positive + ("policy_frequency", "target_network_frequency"):
+    positive = ("total_timesteps", "num_envs", "steps_per_iteration", "buffer_size", "batch_size", "policy_frequency")
+    for name in positive + ("target_network_frequency",) * hasattr(args, "target_network_frequency"):
         if getattr(args, name) <= 0:
             raise UsageError(f"--{name.replace('_', '-')} must be positive; got {getattr(args, name)}")
     for name in ("learning_starts", "updates_per_step"):  # 0 updates a step: the steps alone, what they cost
@@ -133,11 +134,12 @@ def check_sac_args(args) -> tuple[int, ...]:
     if args.full_buffer and args.learning_starts == 0:
         raise UsageError("--full-buffer copies the random steps' transitions: it needs --learning-starts above 0")
     ranges = {  # nan passes none of these tests
-        "positive": (lambda x: 0 < x < float("inf"), ("policy_lr", "q_lr", "alpha")),
+        "positive": (lambda x: 0 < x < float("inf"), ("policy_lr", "q_lr", "alpha", "learning_rate")),
         "between 0 and 1": (lambda x: 0 <= x <= 1, ("gamma", "tau")),
+        "0 or more": (lambda x: 0 <= x < float("inf"), ("policy_noise", "exploration_noise", "noise_clip")),
     }
     for must_be, (holds, names) in ranges.items():
-        for name in names:
+        for name in (name for name in names if hasattr(args, name)):
             if not holds(getattr(args, name)):
                 raise UsageError(f"--{name.replace('_', '-')} must be {must_be}; got {getattr(args, name)}")
     random_steps = -(-args.learning_starts // args.num_envs) * args.num_envs  # whole steps of every env
@@ -152,5 +154,5 @@ def check_sac_args(args) -> tuple[int, ...]:
     check_backend(args)
     check_env_id(args.env_id)
     if gymnax_envs.action_space(args.env_id)["kind"] != "continuous":
-        raise UsageError(f"SAC needs continuous actions; --env-id {args.env_id} has discrete ones")
+        raise UsageError(f"{algorithm} needs continuous actions; --env-id {args.env_id} has discrete ones")
     return hidden

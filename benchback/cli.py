@@ -18,7 +18,7 @@ from benchback import checks, record
 def variant_of(script: str) -> str:
     """A script's variant name: its file name without the algorithm's prefix (ppo_jax_linen.py, sac_jax_linen.py ->
     jax_linen); the record says the algorithm where it is not PPO (record.random_steps_fields)."""
-    return os.path.basename(script)[: -len(".py")].removeprefix("ppo_").removeprefix("sac_")
+    return re.sub(r"^(ppo|sac|td3|dqn)_", "", os.path.basename(script)[: -len(".py")])
 
 
 def parse_args(Args, argv: Optional[Sequence[str]]):

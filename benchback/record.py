@@ -177,8 +177,10 @@ def final_window(iterations: int) -> int:
     return max(1, -(-iterations // 10))
 
 
-def random_steps_fields(args, random_steps: int, random_duration: float, num_iterations: int, ended=None) -> dict:
-    """What an off-policy record adds (SAC's): the steps of every env taken at random before learning, timed apart
+def random_steps_fields(
+    args, random_steps: int, random_duration: float, num_iterations: int, ended=None, algorithm: str = "sac"
+) -> dict:
+    """What an off-policy record adds (SAC's, TD3's: the algorithm's name): the steps of every env taken at random before learning, timed apart
     (random_duration, their compilation included), env_steps, theirs and the iterations' together, and the episodes
     that ended among the random steps: how many, their mean return (the return of random actions, which learning must
     beat; None where none ended). ended: those episodes, an EpisodeStats per step (JAX's) or a tally's sums (torch's)."""
@@ -191,7 +193,7 @@ def random_steps_fields(args, random_steps: int, random_duration: float, num_ite
     else:
         episodes, return_sum = int(ended["episodes"]), float(ended["return_sum"])
     return {
-        "algorithm": "sac",
+        "algorithm": algorithm,
         "random_steps": random,
         "random_duration": random_duration,
         "random_episodes": episodes,

@@ -1,4 +1,4 @@
-"""Does a JAX SAC script's iteration copy its replay buffer? At every cell of the SAC presets.
+"""Does a JAX off-policy script's iteration (SAC's, TD3's) copy its replay buffer? At every cell of the SAC presets.
 
 The JAX scripts keep the buffer (1e6 rows by default) in the carried state, written in place each step. Whether XLA
 writes it in place is its choice, not the script's: each variant runs one short iteration of a cell with XLA dumping
@@ -6,10 +6,11 @@ the optimized HLO of what it compiles (--xla_dump_to, --xla_dump_hlo_as_text: XL
 this counts the `copy` instructions of the iteration's program (jit_iteration) whose result has the buffer's rows: a
 copy of a buffer column, made once per trip of the loop it sits in. The cells are those of the sac (and sac-gpu)
 preset, sac-learn and sac-envs: their environments, sizes, numbers of envs, update-to-data ratios, steps per
-iteration and --full-buffer. XLA decides afresh with every jax release: run it again after an upgrade.
+iteration and --full-buffer; TD3's scripts, built on SAC's, run at the same cells. XLA decides afresh with every jax
+release: run it again after an upgrade.
 
     python -m studies.buffer_copies --out results/studies/sac-buffer/copies.json   # every cell, about 10 minutes
-    python -m studies.buffer_copies --cells 1 --variants jax_linen                 # one cell, to check a program
+    python -m studies.buffer_copies --cells 1 --variants jax_linen --algorithms td3  # one cell, to check a program
     python -m studies.buffer_copies --cuda                                         # on a GPU (skipped without one)
 
 It exits 1 if any program copies its buffer; bad input gets one line and exit 2, before any work.
@@ -30,6 +31,7 @@ from bench.outputs import check_out, write_atomic  # noqa: E402
 from bench.presets import HIDDEN, PRESETS, SAC_CELLS, SAC_LEARN_FLAGS  # noqa: E402
 
 VARIANTS = ("jax_linen", "jax_nnx", "jax_equinox")
+ALGORITHMS = ("sac", "td3")  # the scripts {algorithm}_{variant}.py
 RANDOM_STEPS = 256  # enough rows to sample a batch from; the random phase is a program of its own
 
 
@@ -74,7 +76,7 @@ def command(script: Path, cell: dict, buffer_size: int, cuda: bool = False) -> l
 
 
 def copies(script, cell: dict, buffer_size: int, cuda: bool = False) -> list:
-    """The buffer copies in the optimized iteration of `script` (a sac_jax_*.py file) at `cell`, on the GPU with
+    """The buffer copies in the optimized iteration of `script` (a sac_jax_*.py or td3_jax_*.py file) at `cell`, on the GPU with
     `cuda` (whose compiler decides on its own: its loops keep their known trip counts, sac_jax_linen.py says why)."""
     with tempfile.TemporaryDirectory() as dump:
         env = {**os.environ, "XLA_FLAGS": f"--xla_dump_to={dump} --xla_dump_hlo_as_text", "PYTHONPATH": str(ROOT)}
@@ -97,6 +99,7 @@ def versions() -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, from " + ", ".join(VARIANTS))
+    parser.add_argument("--algorithms", default=",".join(ALGORITHMS), help="comma-separated, from " + ", ".join(ALGORITHMS))
     parser.add_argument("--cells", help="comma-separated indices (1-based) of the cells to check; default all")
     parser.add_argument("--buffer-size", type=int, default=1_000_000, help="the scripts' default, 1000000")
     parser.add_argument("--out", help="write the rows, the versions and the commit as JSON here")
@@ -104,10 +107,12 @@ def main(argv=None) -> int:
     parser.error = lambda message: sys.exit(print(f"error: studies/buffer_copies.py: {message}", file=sys.stderr) or 2)
     args = parser.parse_args(argv)
     cells = preset_cells()
-    variants = args.variants.split(",")
+    variants, algorithms = args.variants.split(","), args.algorithms.split(",")
     problem = None
     if unknown := [v for v in variants if v not in VARIANTS]:
         problem = f"--variants: unknown {', '.join(unknown)}; from {', '.join(VARIANTS)}"
+    elif unknown := [a for a in algorithms if a not in ALGORITHMS]:
+        problem = f"--algorithms: unknown {', '.join(unknown)}; from {', '.join(ALGORITHMS)}"
     elif args.buffer_size < max(c["num_envs"] * RANDOM_STEPS for c in cells):
         problem = f"--buffer-size must hold the random steps of every cell, {max(c['num_envs'] for c in cells) * RANDOM_STEPS} rows or more; got {args.buffer_size}"
     elif args.cells is not None:
@@ -131,14 +136,14 @@ def main(argv=None) -> int:
             return 0
     rows = []
     for i, cell in enumerate(cells, 1):
-        for variant in variants:
+        for algorithm, variant in ((a, v) for a in algorithms for v in variants):
             try:
-                found = copies(ROOT / f"sac_{variant}.py", cell, args.buffer_size, args.cuda)
+                found = copies(ROOT / f"{algorithm}_{variant}.py", cell, args.buffer_size, args.cuda)
             except RuntimeError as e:
                 print(f"error: studies/buffer_copies.py: {e}", file=sys.stderr)
                 return 1
-            rows.append({"variant": variant, **cell, "buffer_size": args.buffer_size, "copies": found})
-            print(f"[{i}/{len(cells)}] {variant:<12} {cell}: {len(found)} buffer copies {found}", flush=True)
+            rows.append({"algorithm": algorithm, "variant": variant, **cell, "buffer_size": args.buffer_size, "copies": found})
+            print(f"[{i}/{len(cells)}] {algorithm} {variant:<12} {cell}: {len(found)} buffer copies {found}", flush=True)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     if args.out:
         result = {"git_commit": commit or None, "versions": versions(), "device": "gpu" if args.cuda else "cpu", "rows": rows}

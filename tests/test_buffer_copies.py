@@ -1,4 +1,4 @@
-"""No JAX SAC iteration copies its replay buffer (studies/buffer_copies.py reads XLA's optimized program); the count
+"""No JAX SAC or TD3 iteration copies its replay buffer (studies/buffer_copies.py reads XLA's optimized program); the count
 finds the copies of a program that makes them; the study refuses bad input before any work."""
 
 import subprocess
@@ -8,7 +8,7 @@ import pytest
 
 from conftest import in_background
 from studies import buffer_copies
-from studies.buffer_copies import ROOT, VARIANTS
+from studies.buffer_copies import ALGORITHMS, ROOT, VARIANTS
 
 # One env and one gradient step a step: the cell where XLA once inlined the gradient-step loop and copied the buffer
 CELL = dict(env_id="Pendulum-v1", hidden="64,64", num_envs=1, updates_per_step=1, steps_per_iteration=50, full_buffer=False)
@@ -16,10 +16,15 @@ ROWS = 1_000_000  # the scripts' default: what XLA decides may depend on the siz
 COPYING = "ca9a9c4"  # the last commit whose Linen and Equinox iterations copied the buffer at CELL
 
 
-# Linen's by default, the others (about 30 s each on 2 cores) under the slow marker; results/studies/sac-buffer holds all
-@pytest.mark.parametrize("variant", [v if v == "jax_linen" else pytest.param(v, marks=pytest.mark.slow) for v in VARIANTS])
-@in_background(lambda directory, variant: buffer_copies.copies(ROOT / f"sac_{variant}.py", CELL, ROWS))
-def test_no_jax_sac_iteration_copies_its_buffer(variant, background):
+# SAC's Linen by default, the others (about 30 s each on 2 cores) under the slow marker; results/studies/sac-buffer holds all
+SCRIPTS = [f"{a}_{v}.py" for a in ALGORITHMS for v in VARIANTS]
+
+
+@pytest.mark.parametrize(
+    "script", [s if s == "sac_jax_linen.py" else pytest.param(s, marks=pytest.mark.slow) for s in SCRIPTS]
+)
+@in_background(lambda directory, script: buffer_copies.copies(ROOT / script, CELL, ROWS))
+def test_no_jax_iteration_copies_its_buffer(script, background):
     assert background == []
 
 
@@ -49,6 +54,7 @@ def test_the_cells_are_every_sac_presets():
         (["--hidden", "0"], "unrecognized arguments: --hidden 0"),  # the sizes are the presets'
         (["--buffer-size", "x"], "invalid int value"),
         (["--variants", "jax_flax"], "--variants: unknown jax_flax"),
+        (["--algorithms", "ddpg"], "--algorithms: unknown ddpg"),
         (["--cells", "0"], "--cells must be indices"),
         (["--cells", "x"], "--cells must be indices"),
         (["--out", "/proc/no/such.json"], "--out"),

@@ -98,7 +98,7 @@ def test_the_harness_line_the_readme_quotes_is_every_scripts():
     harness: it must be that line, verbatim, in every script."""
     quoted = re.search(r"`(# =+ benchmark harness)`", (ROOT / "README.md").read_text())
     assert quoted, "the README does not quote the harness line"
-    for script in sorted([*ROOT.glob("ppo_*.py"), *ROOT.glob("sac_*.py")]):
+    for script in sorted([*ROOT.glob("ppo_*.py"), *ROOT.glob("sac_*.py"), *ROOT.glob("td3_*.py")]):
         assert quoted.group(1) in script.read_text().splitlines(), f"{script.name} has no line {quoted.group(1)!r}"
 
 

@@ -83,15 +83,16 @@ def test_at_most_four_calls_from_train_to_the_environment_step(variant, monkeypa
     assert frames[0] == "train" and len(frames) - 1 <= MOST_CALLS, frames
 
 
-SAC_SCRIPTS = sorted(path.name for path in ROOT.glob("sac_*.py"))
+OFFPOLICY_SCRIPTS = sorted(path.name for pattern in ("sac_*.py", "td3_*.py") for path in ROOT.glob(pattern))
 
 
 # sac_torch.py by default (JAX's path is PPO's, above), the others under the slow marker: 15-20 s each on 2 cores
 @pytest.mark.parametrize(
-    "script", [s if s == "sac_torch.py" else pytest.param(s, marks=pytest.mark.slow) for s in SAC_SCRIPTS]
+    "script", [s if s == "sac_torch.py" else pytest.param(s, marks=pytest.mark.slow) for s in OFFPOLICY_SCRIPTS]
 )
 def test_at_most_four_calls_from_train_to_the_environment_step_in_sac(script, monkeypatch):
-    """The same for the SAC scripts: JAX's step in the iteration's scan, torch's through the envs' interface."""
+    """The same for the off-policy scripts (SAC's, TD3's): JAX's step in the iteration's scan, torch's through the
+    envs' interface."""
     module = load(script.removesuffix(".py"), script)
     seen, make = [], gymnax_envs.make
 

@@ -1,0 +1,412 @@
+"""TD3 on gymnax with Flax NNX, one `nnx.jit` per iteration: modules own their parameters, updated in place.
+
+Read it beside CleanRL's td3_continuous_action.py: the same Args and TD3 details (a deterministic actor with Gaussian
+exploration noise, two Q networks, targets of all three, target policy smoothing, delayed actor and target updates), but
+the replay buffer is preallocated arrays in the carried state, as rejax and purejaxql keep it, and an iteration's
+environment steps with their updates are one XLA program (`lax.scan` over the steps: act, step the envs, store, sample,
+update). The random steps before learning_starts are one program of their own, timed apart. A Python loop over
+iterations times each one and writes a JSON record. Its diff with sac_jax_nnx.py is what TD3 changes.
+
+    python td3_jax_nnx.py --env-id Pendulum-v1 --total-timesteps 15000 --learning-starts 1000
+"""
+
+import dataclasses
+import os
+import sys
+import time
+from typing import Literal, NamedTuple, Optional, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+
+from benchback import checks, cli, compiles, gymnax_envs, record
+
+
+@dataclasses.dataclass(frozen=True)
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment (part of the TensorBoard run name)"""
+    seed: int = 1
+    """seed of the environment, the network init and the action sampling"""
+    cuda: bool = True
+    """use the GPU when one is visible; the CPU otherwise"""
+    env_id: str = "Pendulum-v1"
+    """the gymnax environment id, one with continuous actions"""
+    total_timesteps: int = 1000000
+    """total environment steps: the random ones, then whole iterations of num_envs * steps_per_iteration"""
+    num_envs: int = 1
+    """the number of parallel environments"""
+    buffer_size: int = 1_000_000
+    """the replay memory buffer size (transitions)"""
+    gamma: float = 0.99
+    """the discount factor gamma"""
+    tau: float = 0.005
+    """target smoothing coefficient"""
+    batch_size: int = 256
+    """the batch size of sample from the replay memory"""
+    learning_rate: float = 3e-4
+    """the learning rate of the optimizer (the actor's and the Q networks')"""
+    policy_noise: float = 0.2
+    """the scale of policy noise: target policy smoothing, in units of the action bounds' half-width"""
+    exploration_noise: float = 0.1
+    """the scale of exploration noise, in units of the action bounds' half-width"""
+    learning_starts: int = 25000
+    """environment steps of random actions, without updates, before learning starts"""
+    policy_frequency: int = 2
+    """the frequency of training policy (delayed): one actor update, and the targets', every that many gradient steps"""
+    noise_clip: float = 0.5
+    """noise clip parameter of the Target Policy Smoothing Regularization"""
+    updates_per_step: int = 1
+    """gradient steps per step of the envs (all num_envs of them at once, as CleanRL's loop): the update-to-data ratio;
+    0 times the steps alone"""
+    hidden: str = "256,256"
+    """hidden layer sizes of the actor and of each Q network, comma-separated"""
+    tensorboard: bool = True
+    """write TensorBoard logs to runs/{run_name}"""
+    # The benchmark's, not TD3's: how the run is set up, timed and recorded.
+    steps_per_iteration: int = 1000
+    """steps of the envs per timed iteration (each of num_envs envs steps this many times), each with its updates"""
+    full_buffer: bool = False
+    """after the random steps, copy their transitions into every row still empty, so that samples come from all
+    buffer_size rows, as late in a long run (a timing setting: the copies are not new experience)"""
+    matmul_precision: Literal["highest", "high"] = "highest"
+    """float32 matmul precision: highest = float32 in every framework; high = TF32 on an NVIDIA GPU"""
+    json_out: Optional[str] = None
+    """write the result record (JSON, schema 2) to this path"""
+    quiet: bool = False
+    """print no progress line per iteration"""
+
+
+# ---------------------------------------------------------------- network
+def dense(in_dim: int, size: int, rngs: nnx.Rngs):
+    """nnx.Linear initialized as CleanRL's TD3 leaves torch's nn.Linear (its default, not NNX's): weights and biases uniform in
+    +-1/sqrt(fan_in). Both frameworks draw from this one distribution, so that they start equal."""
+    bound = 1 / np.sqrt(in_dim)
+    init = lambda key, shape, dtype=jnp.float32: jax.random.uniform(key, shape, dtype, -bound, bound)
+    return nnx.Linear(in_dim, size, kernel_init=init, bias_init=init, rngs=rngs)
+
+
+class QNetwork(nnx.Module):
+    def __init__(self, in_dim: int, hidden: Sequence[int], rngs: nnx.Rngs):
+        self.layers = nnx.List([dense(i, o, rngs) for i, o in zip((in_dim, *hidden), (*hidden, 1))])  # Linen's Dense_0, ...
+
+    def __call__(self, obs, action):
+        x = jnp.concatenate([obs, action], -1)
+        for layer in self.layers[:-1]:
+            x = nnx.relu(layer(x))
+        return self.layers[-1](x).squeeze(-1)
+
+
+class Critic(nnx.Module):  # CleanRL's qf1 and qf2: two Q networks
+    def __init__(self, obs_dim: int, action_dim: int, hidden: Sequence[int], rngs: nnx.Rngs):
+        self.q1, self.q2 = QNetwork(obs_dim + action_dim, hidden, rngs), QNetwork(obs_dim + action_dim, hidden, rngs)
+
+    def __call__(self, obs, action):
+        return self.q1(obs, action), self.q2(obs, action)
+
+
+class Actor(nnx.Module):  # deterministic: tanh of the last layer, rescaled to the action bounds
+    def __init__(self, obs_dim: int, hidden: Sequence[int], action_scale: tuple, action_bias: tuple, rngs: nnx.Rngs):
+        self.action_scale, self.action_bias, n = action_scale, action_bias, len(action_scale)  # (high -/+ low) / 2
+        self.layers = nnx.List([dense(i, o, rngs) for i, o in zip((obs_dim, *hidden), (*hidden, n))])
+
+    def __call__(self, obs):
+        x = obs
+        for layer in self.layers[:-1]:
+            x = nnx.relu(layer(x))
+        return jnp.tanh(self.layers[-1](x)) * jnp.array(self.action_scale) + jnp.array(self.action_bias)
+
+
+# ---------------------------------------------------------------- replay buffer
+class Transitions(NamedTuple):  # one env step's transition per row: a sampled batch, or the buffer's data
+    obs: jax.Array
+    action: jax.Array
+    reward: jax.Array
+    next_obs: jax.Array  # the observation reached before any auto-reset: a truncation is bootstrapped from it
+    terminated: jax.Array  # float: 1.0 where the episode terminated (not where it was truncated)
+
+
+class Buffer(NamedTuple):  # preallocated and circular: `data`'s next rows are pos, pos + 1, ...; its first `size` are full
+    data: Transitions
+    pos: jax.Array
+    size: jax.Array
+
+
+def make_buffer(capacity: int, obs_dim: int, action_dim: int) -> Buffer:
+    zeros = lambda *shape: jnp.zeros((capacity, *shape), jnp.float32)
+    return Buffer(Transitions(zeros(obs_dim), zeros(action_dim), zeros(), zeros(obs_dim), zeros()), jnp.int32(0), jnp.int32(0))
+
+
+def store(buffer: Buffer, transitions: Transitions) -> Buffer:
+    """Write one step of every env at pos, wrapping around to the oldest rows."""
+    capacity, n = buffer.data.reward.shape[0], transitions.reward.shape[0]
+    rows = (buffer.pos + jnp.arange(n)) % capacity
+    data = jax.tree.map(lambda stored, x: stored.at[rows].set(x), buffer.data, transitions)
+    return Buffer(data, (buffer.pos + n) % capacity, jnp.minimum(buffer.size + n, capacity))
+
+
+def sample(buffer: Buffer, key, batch_size: int) -> Transitions:
+    """batch_size rows drawn uniformly, with replacement, from the full ones."""
+    rows = jax.random.randint(key, (batch_size,), 0, buffer.size)
+    return jax.tree.map(lambda stored: stored[rows], buffer.data)
+
+
+def fill(buffer: Buffer) -> Buffer:
+    """Every row full: the empty ones get copies of the stored ones, in order (--full-buffer)."""
+    capacity = buffer.data.reward.shape[0]
+    rows = jnp.arange(capacity) % buffer.size
+    return buffer._replace(
+        data=jax.tree.map(lambda stored: stored[rows], buffer.data), size=jnp.full_like(buffer.size, capacity)
+    )
+
+
+# ---------------------------------------------------------------- losses
+class TrainState(nnx.Module):  # Linen's TrainState in NNX: params, a module (its own parameters), and its nnx.Optimizer
+    def __init__(self, params: nnx.Module, tx: optax.GradientTransformation):
+        self.params, self.optimizer = params, nnx.Optimizer(params, tx, wrt=nnx.Param)
+        self.step = self.optimizer.step  # the optimizer's count of its updates (one variable, shared)
+
+    def apply_gradients(self, grads) -> "TrainState":
+        self.optimizer.update(self.params, grads)  # in place: new parameters and Adam moments
+        return self
+
+
+class Learner(NamedTuple):  # the networks, their optimizers and their targets
+    actor: TrainState
+    critic: TrainState  # both Q networks; critic.step counts the gradient steps
+    actor_target: Actor  # the actor's target
+    target_params: Critic  # the Q networks' targets
+
+
+def q_target(learner: Learner, batch: Transitions, noise, low, high, args: Args):
+    """The TD target: reward + gamma * min of the target Qs at the next state, cut by termination, for the target actor's
+    action smoothed by clipped noise (target policy smoothing), kept within the bounds [low, high]."""
+    scale = (high - low) / 2
+    clipped_noise = jnp.clip(noise * args.policy_noise, -args.noise_clip, args.noise_clip) * scale
+    next_action = jnp.clip(learner.actor_target(batch.next_obs) + clipped_noise, low, high)
+    q1, q2 = learner.target_params(batch.next_obs, next_action)
+    return batch.reward + (1 - batch.terminated) * args.gamma * jnp.minimum(q1, q2)
+
+
+def q_loss(critic: Critic, batch: Transitions, target):
+    """Both Q networks' mean squared error to the target, summed."""
+    q1, q2 = critic(batch.obs, batch.action)
+    qf1_loss, qf2_loss = ((q1 - target) ** 2).mean(), ((q2 - target) ** 2).mean()
+    info = dict(qf1_values=q1.mean(), qf2_values=q2.mean(), qf1_loss=qf1_loss, qf2_loss=qf2_loss)
+    return qf1_loss + qf2_loss, info | dict(qf_loss=(qf1_loss + qf2_loss) / 2)
+
+
+def actor_loss(actor: Actor, critic: Critic, obs):
+    """-Q1(s, actor(s)): the first Q network alone, as TD3's."""
+    q1, _ = critic(obs, actor(obs))
+    return -q1.mean()
+
+
+# ---------------------------------------------------------------- update
+def update_critic(learner: Learner, batch: Transitions, noise, low, high, args: Args):
+    """One Adam step of both Q networks toward the TD target (no gradient through it)."""
+    target = q_target(learner, batch, noise, low, high, args)
+    grads, info = nnx.grad(q_loss, has_aux=True)(learner.critic.params, batch, target)
+    return learner._replace(critic=learner.critic.apply_gradients(grads=grads)), info
+
+
+def update_actor(learner: Learner, obs, args: Args):
+    """One Adam step of the actor against the first Q network; then the three targets move tau toward theirs."""
+    loss, grads = nnx.value_and_grad(actor_loss)(learner.actor.params, learner.critic.params, obs)
+    learner = learner._replace(actor=learner.actor.apply_gradients(grads=grads))
+    # torch's lerp_, not optax.incremental_update's tau * param + (1 - tau) * target: the same rounding in both
+    lerp = lambda target, param: target + args.tau * (param - target)
+    nnx.update(learner.actor_target, jax.tree.map(lerp, nnx.state(learner.actor_target), nnx.state(learner.actor.params)))
+    nnx.update(learner.target_params, jax.tree.map(lerp, nnx.state(learner.target_params), nnx.state(learner.critic.params)))
+    return learner, loss  # the targets moved in place, as the optimizers move the networks
+
+
+def update(learner: Learner, batch: Transitions, key, low, high, args: Args):
+    """One gradient step, in CleanRL's order: the critic; every policy_frequency steps (delayed) one actor step on the
+    same batch and the targets' move."""
+    grad_step = learner.critic.step[...]  # its value now: update_critic increments it in place
+    learner, info = update_critic(learner, batch, jax.random.normal(key, batch.action.shape), low, high, args)
+
+    def actor_step(learner: Learner):
+        learner, loss = update_actor(learner, batch.obs, args)
+        return learner, dict(actor_loss=loss, actor_updated=jnp.float32(1))
+
+    def no_actor_step(learner: Learner):
+        return learner, dict(actor_loss=jnp.float32(0), actor_updated=jnp.float32(0))
+
+    learner, actor_info = nnx.cond(grad_step % args.policy_frequency == 0, actor_step, no_actor_step, learner)
+    return learner, info | actor_info
+
+
+# ---------------------------------------------------------------- train
+class Carry(NamedTuple):  # what one iteration hands the next but the learner (updated in place): the buffer, envs, keys
+    buffer: Buffer
+    env_state: object
+    obs: jax.Array
+    episode: gymnax_envs.EpisodeStats  # of each env's episode so far
+    key: jax.Array
+
+
+def env_step(carry: Carry, actor: Actor, env, env_params, random: bool, args: Args):
+    """Act (random: uniformly in the bounds; otherwise the actor's action plus Gaussian exploration noise, clipped to
+    the bounds), step every env (gymnax resets finished ones), store the transitions: the carry, and the episodes that
+    ended."""
+    key, action_key, env_key = jax.random.split(carry.key, 3)
+    space = env.action_space(env_params)
+    shape = (carry.obs.shape[0], *space.shape)
+    if random:
+        action = jax.random.uniform(action_key, shape, minval=space.low, maxval=space.high)
+    else:
+        scale = (space.high - space.low) / 2
+        noise = jax.random.normal(action_key, shape) * scale * args.exploration_noise  # one draw per env
+        action = jnp.clip(actor(carry.obs) + noise, space.low, space.high)
+    step_envs = jax.vmap(env.step, in_axes=(0, 0, 0, None))  # one key, state and action per env; the same params
+    keys = jax.random.split(env_key, shape[0])
+    obs, env_state, reward, terminated, truncated, info = step_envs(
+        keys, carry.env_state, gymnax_envs.clipped(space, action), env_params
+    )
+    episode, finished = gymnax_envs.count_episodes(carry.episode, reward, jnp.logical_or(terminated, truncated))
+    transitions = Transitions(carry.obs, action, reward, info["final_observation"], terminated.astype(jnp.float32))
+    return Carry(store(carry.buffer, transitions), env_state, obs, episode, key), finished
+
+
+METRICS = ("qf1_values", "qf2_values", "qf1_loss", "qf2_loss", "qf_loss", "actor_loss", "actor_updated")
+ACTOR_METRICS = ("actor_loss",)  # 0 in the gradient steps that leave the actor alone
+
+
+def iteration_stats(finished: gymnax_envs.EpisodeStats, info: dict, grad_steps: int) -> dict:
+    """What the log shows of an iteration: the episodes that ended (count, returns and lengths summed), the critic's
+    losses averaged over its grad_steps gradient steps, and the actor's over the steps that updated it. `info` holds
+    each env step's metrics summed over its gradient steps."""
+    stats = dict(episodes=(finished.lengths > 0).sum(), return_sum=finished.returns.sum(), length_sum=finished.lengths.sum())
+    info = {name: value.sum() for name, value in info.items()}
+    updated = info.pop("actor_updated")
+    actor = {name: info.pop(name) / jnp.maximum(updated, 1) for name in ACTOR_METRICS}
+    return stats | {name: value / max(grad_steps, 1) for name, value in info.items()} | actor
+
+
+def train(args: Args) -> dict:
+    """Set up; the random steps, one jitted program; then one loop over the iterations, each one jitted program of
+    steps_per_iteration steps: act, step, store, and updates_per_step times sample and update. The record."""
+    start = time.perf_counter()
+    hidden, device = check_args(args)  # (below) which also sets jax's device and matmul precision
+    compiles.count_compiles()  # from here on, each XLA compilation is counted (the record's compiles after iteration 0)
+    env, env_params = gymnax_envs.make(args.env_id)
+    space = env.action_space(env_params)
+    low, high = (np.broadcast_to(np.asarray(x, np.float32), space.shape) for x in (space.low, space.high))
+    random_steps = -(-args.learning_starts // args.num_envs)  # steps of every env, before learning starts
+    num_iterations = (args.total_timesteps - random_steps * args.num_envs) // (args.num_envs * args.steps_per_iteration)
+    grad_steps = num_iterations * args.steps_per_iteration * args.updates_per_step
+
+    def init(seed: int) -> tuple[Learner, Carry]:
+        key, init_key, reset_key = jax.random.split(jax.random.key(seed), 3)
+        obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
+        env_state = gymnax_envs.strongly_typed(env_state)  # so that a jitted step compiles once
+        actor_key, critic_key = jax.random.split(init_key)
+        actor = Actor(obs.shape[-1], hidden, tuple((high - low) / 2), tuple((high + low) / 2), rngs=nnx.Rngs(actor_key))
+        actor_state = TrainState(actor, optax.adam(args.learning_rate))
+        critic = Critic(obs.shape[-1], space.shape[0], hidden, rngs=nnx.Rngs(critic_key))
+        critic_state = TrainState(critic, optax.adam(args.learning_rate))
+        learner = Learner(actor_state, critic_state, nnx.clone(actor), nnx.clone(critic))  # the targets start as copies
+        buffer = make_buffer(args.buffer_size, obs.shape[-1], space.shape[0])
+        episode = gymnax_envs.EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
+        return learner, Carry(buffer, env_state, obs, episode, key)
+
+    learner, carry = init(args.seed)  # jax_default_device: on the device, no transfer when timed
+
+    def random_phase(carry: Carry):
+        """learning_starts steps of random actions, stored, without updates."""
+        return jax.lax.scan(lambda carry, _: env_step(carry, None, env, env_params, True, args), carry, length=random_steps)
+
+    def iteration(learner: Learner, carry: Carry):  # nnx.scan carries the learner's modules, updated in place
+        def step_and_update(scanned, _):
+            learner, carry = scanned
+            carry, finished = env_step(carry, learner.actor.params, env, env_params, False, args)
+
+            def gradient_step(_, looped):
+                learner, key, info_sum = looped
+                key, sample_key, update_key = jax.random.split(key, 3)
+                batch = sample(carry.buffer, sample_key, args.batch_size)
+                learner, info = update(learner, batch, update_key, low, high, args)
+                return learner, key, jax.tree.map(jnp.add, info_sum, info)
+
+            # On a CPU, a trip count XLA cannot read: given a count of 1 it would inline the loop, fuse the store above
+            # into the sample's gather, and then copy the whole buffer every step to keep the rows the gather reads
+            # (python -m studies.buffer_copies counts such copies). Not on a GPU, where a loop of unknown count reads
+            # its condition back to the host every trip (XLA's WhileThunk): there the count stays known, a scan, and
+            # studies.buffer_copies --cuda counts the copies. The metrics are summed: a loop of unknown count cannot
+            # stack them.
+            trips = args.updates_per_step
+            if device.platform == "cpu":
+                trips = jax.lax.optimization_barrier(jnp.int32(trips))
+            zeros = dict.fromkeys(METRICS, jnp.float32(0))
+            learner, key, info = nnx.fori_loop(0, trips, gradient_step, (learner, carry.key, zeros))
+            return (learner, carry._replace(key=key)), (finished, info)
+
+        (learner, carry), (finished, info) = nnx.scan(step_and_update, length=args.steps_per_iteration)((learner, carry), None)
+        return carry, iteration_stats(finished, info, args.steps_per_iteration * args.updates_per_step)
+
+    # Each phase one XLA program, traced and compiled on its first call; the carry's buffers are reused (donated).
+    run_random_phase = nnx.jit(random_phase, donate_argnums=0)
+    iterate = nnx.cached_partial(nnx.jit(iteration, donate_argnums=1), learner)  # walks the learner's graph once, not per call
+    random_start = time.perf_counter()
+    random_ended = None  # the episodes that ended among the random steps
+    if random_steps:
+        carry, random_ended = jax.block_until_ready(run_random_phase(carry))
+    if args.full_buffer:
+        carry = carry._replace(buffer=fill(carry.buffer))  # before the timer, outside the jitted programs
+    random_duration = time.perf_counter() - random_start  # its compilation included
+    log = record.Log(args, VARIANT, {"jax": device}, LIBRARIES, num_iterations, start, args.steps_per_iteration, grad_steps)
+    for i in range(num_iterations):
+        with log.timed(no_syncs(i)):  # (below) an implicit transfer inside fails the run
+            carry, metrics = jax.block_until_ready(iterate(carry))  # JAX dispatches asynchronously: wait for the outputs
+        log.iteration(jax.device_get(metrics))  # to the host, after the timer
+    trained = nnx.state((learner.actor.params, learner.critic.params), nnx.Param)
+    fields = record.random_steps_fields(args, random_steps, random_duration, num_iterations, random_ended, "td3")
+    return log.record(trained, rollout="scan", extra=fields)
+
+
+# ======================================================================================== benchmark harness
+# Not TD3: what measures it. What every script does alike is in benchback/; here is JAX's own: its device and its guards against hidden transfers.
+import contextlib
+
+VARIANT = cli.variant_of(__file__)
+# What the tools will know of this script, read from this line without running it (bench/variants.py).
+TOOLING = {"framework": "jax", "compiles": "nnx.jit", "order": 2, "color": "tab:orange"}
+LIBRARIES = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy")  # the versions the record holds
+HOST_TO_DEVICE = "disallow"  # what the timed iterations may send to the device (jit folds in constants)
+
+
+def check_args(args: Args):
+    """Validate everything before anything is built or written (benchback/checks.py), then set jax's device and precision;
+    returns (hidden, device)."""
+    hidden = checks.check_offpolicy_args(args, "TD3")
+    device = jax.devices()[0] if args.cuda else jax.devices("cpu")[0]  # the GPU if jax sees one
+    if args.matmul_precision == "high" and device.platform == "cpu":
+        raise checks.UsageError(
+            "--matmul-precision high (TF32) needs an NVIDIA GPU: on CPUs only highest is the same arithmetic"
+        )
+    if args.cuda and device.platform == "cpu":
+        print("no GPU visible to jax: running on the CPU", file=sys.stderr)
+    jax.config.update("jax_default_device", device)
+    # torch's names for XLA's: the same arithmetic in both frameworks (docs/usage.md, "Flags")
+    jax.config.update("jax_default_matmul_precision", {"highest": "highest", "high": "tensorfloat32"}[args.matmul_precision])
+    return hidden, device
+
+
+def no_syncs(iteration: int):
+    """What a timed iteration may not do: an implicit transfer (a hidden sync) fails the run instead of slowing it,
+    between devices, to the device unless HOST_TO_DEVICE allows it, and back to the host after iteration 0, which
+    compiling does (closed-over constants, such as gymnax's MinAtar tables)."""
+    guards = contextlib.ExitStack()
+    guards.enter_context(jax.transfer_guard_host_to_device(HOST_TO_DEVICE))
+    guards.enter_context(jax.transfer_guard_device_to_device("disallow"))
+    guards.enter_context(jax.transfer_guard_device_to_host("disallow" if iteration else "allow"))
+    return guards
+
+
+if __name__ == "__main__":
+    sys.exit(cli.main(Args, train))
