@@ -60,7 +60,7 @@ def main(argv=None) -> int:
     by_machine = group_by(runs, lambda r: machine(r.record))
     try:  # SAC's cells join records of one setting only
         for machine_runs in by_machine.values():
-            offpolicy.check_settings([r for r in machine_runs if offpolicy.is_sac(r)])
+            offpolicy.check_settings([r for r in machine_runs if offpolicy.is_offpolicy(r)])
     except offpolicy.MixedSettings as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -80,8 +80,8 @@ def by_algorithm(reports: dict) -> dict:
     folder of its own, sac/, beside PPO's."""
     split = {}
     for target, runs in reports.items():
-        sac = [r for r in runs if offpolicy.is_sac(r)]
-        ppo = [r for r in runs if not offpolicy.is_sac(r)]
+        sac = [r for r in runs if offpolicy.is_offpolicy(r)]
+        ppo = [r for r in runs if not offpolicy.is_offpolicy(r)]
         split |= {target / "sac": sac, target: ppo} if sac and ppo else {target: runs}
     return split
 
@@ -112,7 +112,7 @@ def publish(reports: dict, failures, directory: Path, out: Path) -> None:
 def make_report(runs, failures, directory: Path, out: Path) -> None:
     """The figures, summary.md and summary.json of runs (all from one machine) into out."""
     out.mkdir(parents=True, exist_ok=True)
-    if any(offpolicy.is_sac(r) for r in runs):  # SAC's cells differ by more than PPO's report tells apart
+    if any(offpolicy.is_offpolicy(r) for r in runs):  # SAC's (TD3's) cells differ by more than PPO's report tells apart
         sac = offpolicy.summary(runs)
         offpolicy_figures.draw(sac, out)
         for env, config in offpolicy.learn_configs(runs).items():  # the return curves and final returns of each learn env
@@ -120,7 +120,7 @@ def make_report(runs, failures, directory: Path, out: Path) -> None:
                 learning.learn(env, [r for r in runs if r.experiment == "learn" and r.env == env]), out, config
             )
         versions = ", ".join(f"{k} {v}" for k, v in sorted(runs[0].record.get("versions", {}).items()))
-        head = f"# SAC: {machine(runs[0].record)}\n\n{len(runs)} runs ({versions}); skipped: {len(failures)}.\n\n"
+        head = f"# {offpolicy.algorithm_name(runs)}: {machine(runs[0].record)}\n\n{len(runs)} runs ({versions}); skipped: {len(failures)}.\n\n"
         figure = (
             f"![each variant's time over Linen's, per cell]({offpolicy_figures.FIGURE})\n\n"
             * (out / offpolicy_figures.FIGURE).exists()

@@ -19,8 +19,20 @@ LEARN_ENV = "Pendulum-v1"
 TARGET = -200.0  # the return whose seconds the table gives (report.learning's second Pendulum-v1 threshold)
 
 
+ALGORITHMS = {"sac": "SAC", "td3": "TD3"}  # the off-policy records' `algorithm`, and its name in a report
+
+
 def is_sac(run) -> bool:
     return run.record.get("algorithm") == "sac"
+
+
+def is_offpolicy(run) -> bool:
+    return run.record.get("algorithm") in ALGORITHMS
+
+
+def algorithm_name(runs) -> str:
+    """The name of the off-policy algorithm (or algorithms) of runs, for titles: SAC, TD3, or SAC and TD3."""
+    return " and ".join(ALGORITHMS[a] for a in ALGORITHMS if any(r.record.get("algorithm") == a for r in runs))
 
 
 def cell_of(run) -> tuple:
@@ -199,15 +211,16 @@ def learn_configs(runs) -> dict:
     configs = {}
     for r in sorted((r for r in runs if r.experiment == "learn"), key=lambda r: r.env):
         args = r.record["args"]
-        configs.setdefault(r.env, f"SAC at {'x'.join(map(str, r.record['hidden']))}, {args['total_timesteps']:,} steps")
+        configs.setdefault(r.env, f"{algorithm_name([r])} at {'x'.join(map(str, r.record['hidden']))}, {args['total_timesteps']:,} steps")
     return configs
 
 
 def summary(runs, learning: bool = True) -> dict:
     """Every table's numbers; without `learning` the timing alone (its bootstraps are most of the work)."""
-    runs = [r for r in runs if is_sac(r)]
+    runs = [r for r in runs if is_offpolicy(r)]
     found = learned(runs) if learning else None
-    return {"timing": timing(runs), "split": split(runs), "learning": found, "environments": environments(runs)}
+    made = {"timing": timing(runs), "split": split(runs), "learning": found, "environments": environments(runs)}
+    return made | {"algorithm": algorithm_name(runs)}
 
 
 def ratio_text(row: dict) -> str:
@@ -364,7 +377,7 @@ def markdown(s: dict, learning: bool = True) -> str:
         lines += environments_markdown(s["environments"])
         lines += [
             "",
-            "Does SAC learn the environment? Final return as above, rliable's IQM over the runs and its"
+            f"Does {s.get('algorithm', 'SAC')} learn the environment? Final return as above, rliable's IQM over the runs and its"
             " stratified-bootstrap interval; random actions' return: the mean return of the episodes that ended in"
             " the runs' random steps before learning (uniform actions in the bounds); final less random: each run's"
             " final return less its random steps' return; above random actions: that interval lies above 0; the bar: the highest of report.learning's thresholds for the environment"

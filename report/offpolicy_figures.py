@@ -28,5 +28,5 @@ def draw(sac: dict, out) -> None:
     ax.set_yticks(range(len(cells)), [c.replace(", ", "\n", 1) for c in cells], fontsize=8)  # the env, then the rest
     ax.set_ylim(len(cells) - 0.5, -0.5)  # the first cell on top
     ax.set_xlabel(f"steady iteration, x {REFERENCE}'s time (geometric mean over blocks, 95% CI)")
-    ax.set_title(f"SAC: each variant's time over {REFERENCE}'s, per cell", fontsize=10)
+    ax.set_title(f"{sac.get('algorithm', 'SAC')}: each variant's time over {REFERENCE}'s, per cell", fontsize=10)
     save(fig, out, FIGURE, legend_inches=figure_legend(fig, ax))

@@ -21,6 +21,8 @@ from test_sac import TINY
 from test_sac_jax import layers, load_linen
 
 TD3 = {"jax_linen": "td3_jax_linen.py", "jax_nnx": "td3_jax_nnx.py", "jax_equinox": "td3_jax_equinox.py"}
+# NNX's by default (its targets move in place, inside nnx.cond), Linen's and Equinox's under the slow marker: 7 s each
+ONE_BY_DEFAULT = [n if n == "jax_nnx" else pytest.param(n, marks=pytest.mark.slow) for n in TD3]
 JAX = ["jax_nnx", "jax_equinox"]  # the ports of Linen's, the reference
 
 
@@ -40,8 +42,8 @@ def tiny_run(directory, name: str):
     return proc, json.loads((directory / "run.json").read_text()) if (directory / "run.json").exists() else None
 
 
-# Linen's and NNX's by default, Equinox's under the slow marker (about 12 s each on 2 cores)
-@pytest.mark.parametrize("name", ["jax_linen", "jax_nnx", pytest.param("jax_equinox", marks=pytest.mark.slow)])
+# Linen's by default, NNX's and Equinox's under the slow marker (about 12 s each on 2 cores)
+@pytest.mark.parametrize("name", ["jax_linen", *(pytest.param(n, marks=pytest.mark.slow) for n in ("jax_nnx", "jax_equinox"))])
 @in_background(tiny_run)
 def test_a_run_from_the_command_line_writes_a_record_of_its_work(name, background):
     proc, record = background
@@ -135,7 +137,7 @@ def networks(name: str, actor, critic) -> list:
     return [layers(name, network) for network in (actor, critic.q1, critic.q2)]
 
 
-@pytest.mark.parametrize("name", TD3)
+@pytest.mark.parametrize("name", ONE_BY_DEFAULT)
 def test_the_layers_start_uniform_in_the_inverse_square_root_of_fan_in(name):
     """torch's nn.Linear default, CleanRL's: every weight and bias within +-1/sqrt(fan_in), with a uniform's spread."""
     low, high = np.float32([-2.0]), np.float32([2.0])
@@ -219,7 +221,7 @@ def compiled_update(name: str, learner, batch, low, high, args):
     return call
 
 
-@pytest.mark.parametrize("name", TD3)
+@pytest.mark.parametrize("name", ONE_BY_DEFAULT)
 def test_the_actor_and_its_targets_move_every_policy_frequency_gradient_steps(name):
     """Gradient step 0 moves the critic, the actor and the three targets, each tau toward its network's new parameters;
     step 1 (policy_frequency 2) moves the critic alone: TD3's delayed actor and target updates."""

@@ -143,6 +143,7 @@ def test_from_linens_start_the_critic_and_actor_updates_agree_with_linens():
     assert not np.allclose(np.asarray(learner.actor_target["params"]["Dense_0"]["bias"]), start, rtol=0, atol=1e-5)
 
 
+@pytest.mark.slow  # compiles both updates: 10 s or more on 2 cores, as SAC's twin
 def test_from_the_same_start_the_compiled_updates_agree_with_eager_torchs():
     """td3_torch.py's agent, copied; two rounds of one critic and one actor update (with the targets' move) each, on the
     same batches and noise, as each script's train makes them: eager with fused Adam, compiled with foreach capturable
