@@ -211,7 +211,9 @@ def learn_configs(runs) -> dict:
     configs = {}
     for r in sorted((r for r in runs if r.experiment == "learn"), key=lambda r: r.env):
         args = r.record["args"]
-        configs.setdefault(r.env, f"{algorithm_name([r])} at {'x'.join(map(str, r.record['hidden']))}, {args['total_timesteps']:,} steps")
+        configs.setdefault(
+            r.env, f"{algorithm_name([r])} at {'x'.join(map(str, r.record['hidden']))}, {args['total_timesteps']:,} steps"
+        )
     return configs
 
 

@@ -29,6 +29,7 @@ def test_the_compile_call_stands_in_train():
     assert module.TOOLING["compiles"] in calls_in_train(SCRIPT.read_text())
 
 
+@pytest.mark.slow  # 40 s on 2 cores; td3_torch_compile.py's tiny run checks the same by default (test_td3_torch)
 def test_a_run_writes_a_record_with_dynamos_compiles_in_iteration_0_alone(tmp_path, monkeypatch):
     module = load_compiled()
     monkeypatch.chdir(tmp_path)
