@@ -74,6 +74,14 @@ def interval(values, statistic) -> tuple[float, float]:
     return value, value  # every resample gives the same value: all the values are equal
 
 
+def geometric_ratio(per_block) -> tuple:
+    """Per-block ratios' geometric mean and its 95% bootstrap interval (None, None from fewer than 2 blocks): what a
+    study's ratio over blocks is, as compare computes a sweep's."""
+    logs = np.log(np.asarray(per_block, float))
+    low, high = (float(x) for x in np.exp(interval(logs, np.mean))) if len(logs) >= 2 else (None, None)
+    return float(np.exp(logs.mean())), low, high
+
+
 def ratio_verdict(low, high, n_blocks) -> str:
     if n_blocks < MIN_BLOCKS:
         return "too few runs"

@@ -35,7 +35,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 from bench.load_script import load
 from bench.outputs import check_out, write_atomic
 from bench.run_records import cpu_model
-from report.timing import MIN_BLOCKS, interval
+from report.timing import MIN_BLOCKS, geometric_ratio
 
 VARIANTS = {"jax_linen": "flashbax", "torch": "torchrl"}  # each variant -> the library whose buffer takes its own's place
 BUFFERS = ("own", "library")
@@ -191,14 +191,12 @@ def timed(variant: str, buffer: str, quick: bool, buffer_size: int, tmp: str) ->
 def ratio(per_block) -> dict:
     """library / own per block: the geometric mean, its 95% bootstrap interval (from 2 blocks) and the verdict (from
     report.timing's MIN_BLOCKS: fewer give no interval worth the name)."""
-    logs = np.log(np.asarray(per_block, float))
-    low, high = np.exp(interval(logs, np.mean)) if len(logs) >= 2 else (None, None)
-    if len(logs) < MIN_BLOCKS:
+    mean, low, high = geometric_ratio(per_block)
+    if len(per_block) < MIN_BLOCKS:
         verdict = "too few blocks"
     else:
         verdict = "library slower" if low > 1 else "library faster" if high < 1 else "no difference detected"
-    none_or = lambda x: None if x is None else float(x)
-    return {"ratio": float(np.exp(logs.mean())), "ci": [none_or(low), none_or(high)], "verdict": verdict}
+    return {"ratio": mean, "ci": [low, high], "verdict": verdict}
 
 
 def summary(runs: list, blocks: int) -> dict:

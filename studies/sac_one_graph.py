@@ -28,13 +28,11 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
-
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 from bench.load_script import load
 from bench.outputs import check_out, write_atomic
 from bench.run_records import cpu_model
-from report.timing import MIN_BLOCKS, interval
+from report.timing import MIN_BLOCKS, geometric_ratio
 
 FORMS = {"eager": "sac_torch.py", "compiled": "sac_torch_compile.py", "one_graph": "sac_torch_compile.py"}
 SETTINGS = dict(env_id="Pendulum-v1", hidden="64,64", num_envs=1, updates_per_step=1, steps_per_iteration=500)
@@ -151,19 +149,13 @@ def timed(form: str, quick: bool, tmp: str) -> dict:
 
 
 def ratio(per_block) -> dict:
-    """The geometric mean of per-block ratios, its 95% bootstrap interval and the verdict (report.timing's)."""
-    logs = np.log(np.asarray(per_block, float))
-    low, high = (float(x) for x in np.exp(interval(logs, np.mean))) if len(logs) >= 2 else (None, None)
-    verdict = (
-        "too few blocks"
-        if len(logs) < MIN_BLOCKS
-        else "slower"
-        if low > 1
-        else "faster"
-        if high < 1
-        else "no difference detected"
-    )
-    return {"per_block": list(per_block), "ratio": float(np.exp(logs.mean())), "ci": [low, high], "verdict": verdict}
+    """The geometric mean of per-block ratios, its 95% bootstrap interval (report.timing's) and the verdict."""
+    mean, low, high = geometric_ratio(per_block)
+    if len(per_block) < MIN_BLOCKS:
+        verdict = "too few blocks"
+    else:
+        verdict = "slower" if low > 1 else "faster" if high < 1 else "no difference detected"
+    return {"per_block": list(per_block), "ratio": mean, "ci": [low, high], "verdict": verdict}
 
 
 def summary(runs: list) -> dict:
