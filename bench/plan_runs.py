@@ -125,7 +125,7 @@ def make_plan(p: dict, variants: list) -> list:
 
 def sac_plan(p: dict, variants: list) -> list:
     """The SAC (and TD3) presets' runs, as make_plan orders PPO's: the seed outermost, a block of every variant per cell and
-    seed, the variants rotated by seed (and the torch script's stacks where a cell says so). overall: SAC_CELLS
+    seed, the variants rotated by seed (and the torch script's stacks where a cell says so). overall: the preset's cells
     narrowed by --envs and --sizes, named VARIANT__ENV__SIZE__nNUM_ENVS__uUPDATES_PER_STEP__seedSEED; learn: the
     preset's learn_flags (or SAC_LEARN_FLAGS) on each learn env at size s."""
     by_name, runs = {v.name: v for v in variants}, []
@@ -154,7 +154,7 @@ def sac_plan(p: dict, variants: list) -> list:
 
     for seed in range(1, p["repeats"] + 1):
         if "overall" in p["experiments"]:
-            for env, size, num_envs, utd, steps, repeats, stacked, full in SAC_CELLS:
+            for env, size, num_envs, utd, steps, repeats, stacked, full in p["cells"] or SAC_CELLS:
                 if env not in p["envs"] or size not in p["sizes"] or seed > (repeats or p["repeats"]):
                     continue
                 random_steps = -(-SAC_LEARNING_STARTS // num_envs) * num_envs  # as the scripts round it

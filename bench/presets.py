@@ -98,7 +98,29 @@ FULL = {
     "learn_flags": None,  # a SAC preset's learn runs' flags (None: SAC_LEARN_FLAGS); PPO's run each script's defaults
     "sac_preset": None,  # a SAC preset whose runs a PPO preset's plan holds too, as a group of its own (the gpu preset's)
     "algorithm": "ppo",  # the scripts it runs: ppo_*.py, or sac_*.py, td3_*.py (bench/variants.py)
+    "cells": None,  # an off-policy preset's timed cells (None: SAC_CELLS)
 }
+# The sac preset's cells, in the order they run within a block of seeds: (env, size, num_envs, updates_per_step,
+# steps_per_iteration, repeats or None for the preset's, stacks, full). The iteration is sized so that every cell's
+# costs a few tenths of a second to a few seconds here; the update-to-data ratio 8 does 8 gradient steps per env step,
+# 0 none: the steps alone (act, step, store), what the updates' share is told from. stacks: the tags of the torch
+# scripts' environment stacks that run in the cell's blocks too (torchenv: benchback/torch_ports.py's Pendulum-v1; gymnasium,
+# Gymnasium's, runs where --variants names it). full: --full-buffer, samples drawn from all 1e6 rows as late in a long
+# run (named __full).
+SAC_CELLS = [
+    ("Pendulum-v1", "c", 1, 1, 250, None, ("torchenv",), False),
+    ("Pendulum-v1", "s", 1, 1, 500, None, (), False),
+    ("Pendulum-v1", "s", 1, 0, 500, None, (), False),
+    ("Pendulum-v1", "s", 16, 1, 500, None, (), False),
+    ("Pendulum-v1", "s", 1, 8, 125, None, (), False),
+    ("Pendulum-v1", "s", 1, 1, 500, 5, (), True),
+    ("MountainCarContinuous-v0", "c", 1, 1, 250, 3, (), False),
+]
+# TD3's cells: the four its issue names (256x256 and 64x64 at 1 env and UTD 1, 64x64 with 16 envs and at UTD 8), with
+# the torch scripts' own Pendulum-v1 beside them in the first. The steps-only, full-buffer and MountainCarContinuous-v0
+# cells answer SAC's questions (where the time goes, a full buffer), which TD3's same loop would answer alike.
+TD3_CELLS = [cell for cell in SAC_CELLS if cell[0] == "Pendulum-v1" and cell[3] > 0 and not cell[7]]
+
 PRESETS = {
     # A smoke test of the sweep and of every figure: a tiny iteration, so process start-up and compilation
     # dominate; the timings mean nothing. Under 3 minutes on 2 cores (2:25 and 2:48 here): sync and scaling run
@@ -263,11 +285,12 @@ PRESETS = {
         "repeats": 5,
         "timeout": 1800,
     },
-    # TD3 (td3_*.py), on SAC's structure: the sac preset's cells and settings, 10 blocks.
+    # TD3 (td3_*.py), on SAC's structure: TD3_CELLS with the sac preset's settings, 10 blocks (about 2 h on 2 cores).
     "td3": {
         "algorithm": "td3",
         "experiments": ["overall"],
-        "envs": ["Pendulum-v1", "MountainCarContinuous-v0"],
+        "cells": TD3_CELLS,
+        "envs": ["Pendulum-v1"],
         "sizes": ["c", "s"],
         "repeats": 10,
         "iterations": 11,
@@ -282,21 +305,5 @@ PRESETS = {
         "timeout": 1800,
     },
 }
-# The sac preset's cells, in the order they run within a block of seeds: (env, size, num_envs, updates_per_step,
-# steps_per_iteration, repeats or None for the preset's, stacks, full). The iteration is sized so that every cell's
-# costs a few tenths of a second to a few seconds here; the update-to-data ratio 8 does 8 gradient steps per env step,
-# 0 none: the steps alone (act, step, store), what the updates' share is told from. stacks: the tags of the torch
-# scripts' environment stacks that run in the cell's blocks too (torchenv: benchback/torch_ports.py's Pendulum-v1; gymnasium,
-# Gymnasium's, runs where --variants names it). full: --full-buffer, samples drawn from all 1e6 rows as late in a long
-# run (named __full).
-SAC_CELLS = [
-    ("Pendulum-v1", "c", 1, 1, 250, None, ("torchenv",), False),
-    ("Pendulum-v1", "s", 1, 1, 500, None, (), False),
-    ("Pendulum-v1", "s", 1, 0, 500, None, (), False),
-    ("Pendulum-v1", "s", 16, 1, 500, None, (), False),
-    ("Pendulum-v1", "s", 1, 8, 125, None, (), False),
-    ("Pendulum-v1", "s", 1, 1, 500, 5, (), True),
-    ("MountainCarContinuous-v0", "c", 1, 1, 250, 3, (), False),
-]
 SAC_LEARNING_STARTS = 1000  # random steps before learning, in every SAC preset's runs
 SAC_LEARN_FLAGS = ["--total-timesteps", 20000, "--learning-starts", SAC_LEARNING_STARTS]  # sac-learn, at size s
