@@ -1,14 +1,14 @@
 """The first command for a GPU owner: a preflight, then every variant for a few iterations with every check on.
 
-    bash benchmark.sh --preset gpu-check      # or: python bench/gpu_check.py [--variants jax_linen,torch,sac:torch]
+    bash benchmark.sh --preset gpu-check      # or: python bench/gpu_check.py [--variants jax_linen,torch,sac:torch,td3:torch]
 
 The preflight (bench/gpu_preflight.py) checks the NVIDIA driver against the CUDA builds of torch and jax, the C compiler
 Triton needs, and that each framework really sees the GPU. Then each row runs in a process of its own, with the
 environment a sweep gives a run (TORCH_COMPILE_FORCE_DISABLE_CACHES=1, fresh torch.compile and Triton cache directories,
 JAX's memory settings as the script makes them): a variant's train() with --cuda, a PPO script's (ppo_*.py, its rows
-named as its variant: jax_linen) on CartPole-v1, size s, 3 short iterations (SHORT), a SAC script's (sac_*.py, its rows
-named sac:VARIANT: sac:jax_linen) on Pendulum-v1, hidden 64,64, 3 iterations of 2 steps after 194 random ones
-(SHORT_SAC), checked for
+named as its variant: jax_linen) on CartPole-v1, size s, 3 short iterations (SHORT), a SAC or TD3 script's (sac_*.py,
+td3_*.py, its rows named sac:VARIANT, td3:VARIANT) on Pendulum-v1, hidden 64,64, 3 iterations of 2 steps after 194
+random ones (SHORT_SAC), checked for
 - devices: on the GPU in every framework it uses when a GPU is present, else on the CPU;
 - compiles after 0: nothing compiles after iteration 0;
 - host syncs: no host read in a timed iteration (jax's transfer guard, the traps of bench/sync_traps.py, and on a GPU
@@ -16,11 +16,11 @@ named sac:VARIANT: sac:jax_linen) on Pendulum-v1, hidden 64,64, 3 iterations of 
 - sleep detector (GPU only): the waits those cannot see, found by timing (SleepDetector says how);
 - race (GPU only): the same returns when a second process runs with CUDA_LAUNCH_BLOCKING=1, under which every kernel
   launch waits for the one before (CUDA's environment variable, JAX's launches included): no result may depend on the
-  order of two streams, such as a DLPack hand-over's. A SAC row's returns are mostly its random steps' (the one
-  episode that ends does so in the last iteration): its learner's metrics, each iteration's as the script logs them
-  (losses, Q values, alpha), must agree too, and an episode must have ended.
-Rows more: each setting only a GPU runs (torch_compile+graphs and sac:torch_compile+graphs, with --cuda-graphs: the same
-returns, and for SAC the same metrics, as without, to float rounding, and no graph that torch.compile ran without CUDA
+  order of two streams, such as a DLPack hand-over's. An off-policy row's returns are mostly its random steps' (the
+  one episode that ends does so in the last iteration): its learner's metrics, each iteration's as the script logs
+  them (losses, Q values, SAC's alpha), must agree too, and an episode must have ended.
+Rows more: each setting only a GPU runs (torch_compile+graphs, sac:torch_compile+graphs and td3:torch_compile+graphs,
+with --cuda-graphs: the same returns, and off-policy the same metrics, as without, to float rounding, and no graph that torch.compile ran without CUDA
 graphs: inductor's cudagraph_skips), and jax_linen on Asterix-MinAtar, whose step has a data-dependent lax.while_loop:
 XLA's GPU runtime (its WhileThunk) copies the condition of a loop without a known trip count to the host and waits for
 it, every trip. Does a check see it? That row's sleep detector reports "seen" or "not
@@ -54,9 +54,12 @@ from bench.sync_traps import HostSync, trapped_host_reads
 from bench.variants import discover, scripts
 
 DISCOVERED = discover()  # the ppo_*.py scripts and their settings (bench/variants.py)
-SAC = "sac:"  # what a SAC row's name starts with: bench/variants.py names sac_jax_linen.py jax_linen, as ppo_jax_linen.py
-SAC_DISCOVERED = discover(algorithm="sac")  # the sac_*.py scripts and their settings
-VARIANTS = {v.name: v for v in scripts(DISCOVERED)} | {SAC + v.name: v for v in scripts(SAC_DISCOVERED)}
+# The off-policy algorithms, whose rows are named ALGORITHM:VARIANT (sac:jax_linen, td3:torch): bench/variants.py names
+# sac_jax_linen.py jax_linen, as ppo_jax_linen.py. Their scripts and settings:
+OFFPOLICY = {algorithm: discover(algorithm=algorithm) for algorithm in ("sac", "td3")}
+VARIANTS = {v.name: v for v in scripts(DISCOVERED)} | {
+    f"{algorithm}:{v.name}": v for algorithm, found in OFFPOLICY.items() for v in scripts(found)
+}
 # Short but whole iterations: rollout, GAE, minibatch updates. Small: while the sleep detector holds the device back, an
 # iteration's work must fit the device's queues (SleepDetector). ppo_torch.py's queues 9 JAX programs and at most 703
 # kernels: the aten ops of one of its timed iterations, counted on the CPU (views among them, which launch none).
@@ -71,7 +74,7 @@ SHORT = dict(
     tensorboard=False,
     quiet=True,
 )
-# SAC's: 194 random steps of 4 envs, then 3 iterations of 2 steps, each with a gradient step (the actor's every other
+# SAC's and TD3's: 194 random steps of 4 envs, then 3 iterations of 2 steps, each with a gradient step (the actor's every other
 # one: policy_frequency 2, so every iteration updates alike, and iteration 0 calls each compiled function twice: with
 # CUDA graphs, a warm-up and the recording). Pendulum-v1's episodes all last 200 steps: the first ends in the last
 # iteration, so that there are returns to compare. For the queues, 2 steps: a timed iteration of sac_torch.py queues 2 JAX programs
@@ -117,7 +120,8 @@ IN_COMMAND_BUFFERS = "whether XLA's command buffers for while loops take that wa
 
 
 def setting_rows(discovered: list, prefix: str = "") -> list:
-    """A row for each setting only a GPU runs, with its variant (prefix: SAC's rows'), whose returns it must repeat."""
+    """A row for each setting only a GPU runs, with its variant (prefix: an off-policy algorithm's rows'), whose returns
+    it must repeat."""
     return [
         Row(prefix + v.name, prefix + v.setting_of, switches(v.flags), True, prefix + v.setting_of, environment=v.environment)
         for v in discovered
@@ -126,12 +130,12 @@ def setting_rows(discovered: list, prefix: str = "") -> list:
 
 
 # Rows beyond one per variant, each run with its variant: the settings only a GPU runs (bench/variants.py: torch.compile
-# with CUDA graphs, in PPO's scripts and SAC's, XLA's command buffers for loops), which must repeat their script's
+# with CUDA graphs, in PPO's scripts, SAC's and TD3's, XLA's command buffers for loops), which must repeat their script's
 # returns, and the environments whose step waits for the host, with Linen's default and with its setting made by the
 # environment.
 EXTRAS = (
     setting_rows(DISCOVERED)
-    + setting_rows(SAC_DISCOVERED, SAC)
+    + [row for algorithm, found in OFFPOLICY.items() for row in setting_rows(found, f"{algorithm}:")]
     + [Row(f"jax_linen@{env}", "jax_linen", {"env_id": env}, observes=WHILE_LOOP) for env in HOST_WAITS_ON_GPU]
     + [
         Row(f"{v.name}@{env}", "jax_linen", {"env_id": env}, True, observes=IN_COMMAND_BUFFERS, environment=v.environment)
@@ -142,8 +146,8 @@ EXTRAS = (
 )
 
 
-def is_sac(row: Row) -> bool:
-    return row.variant.startswith(SAC)
+def is_offpolicy(row: Row) -> bool:
+    return row.variant.split(":", 1)[0] in OFFPOLICY
 
 
 def rows_for(variants: list) -> list:
@@ -162,9 +166,9 @@ def run_one(row: Row, gpu: bool, plain: bool) -> dict:
     try:
         module = load(spec.script, f"benchback_{row.variant.replace(':', '_')}")
         debug = {"sync_debug": True} if is_torch and not plain else {}  # CUDA's own trap, on a GPU
-        args = module.Args(**{**(SHORT_SAC if is_sac(row) else SHORT), **row.fields, "cuda": True, **debug})
+        args = module.Args(**{**(SHORT_SAC if is_offpolicy(row) else SHORT), **row.fields, "cuda": True, **debug})
         with contextlib.ExitStack() as checks:
-            if is_sac(row):  # in both runs: what returns_differ compares
+            if is_offpolicy(row):  # in both runs: what returns_differ compares
                 out["metrics"] = checks.enter_context(logged_metrics(module))
             if not plain:
                 # Trapping torch's scalar reads would make dynamo trace around them: compiled variants go without it.
@@ -258,7 +262,7 @@ def judge(row: Row, gpu: bool, run: dict, blocking: Optional[dict] = None, base:
         "sleep detector" if cells["sleep detector"].startswith("FAIL") and not row.observes else None,
         "race" if cells["race"].startswith("FAIL") else None,
         # SHORT_SAC ends an episode in the last iteration: else its returns, which the race check compares, would be none
-        "no episode ended in its iterations" if is_sac(row) and run["final_return"] is None else None,
+        "no episode ended in its iterations" if is_offpolicy(row) and run["final_return"] is None else None,
         f"{run['cudagraph_skips']} of its graphs ran without CUDA graphs" if run.get("cudagraph_skips") else None,
     ]
     if row.same_returns_as:

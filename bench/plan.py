@@ -141,9 +141,9 @@ def load(argv: list) -> SimpleNamespace:
     if any(c.isspace() for c in out) and any(run.variant in compiled for run in runs):
         # Inductor builds its C++ in the run's caches under OUT and splits the compiler's command at spaces
         raise Refused(f"--out {out!r} has a space, which torch.compile's C++ build cannot take; name one without")
-    sac = {v.name for v in scripts(discover(algorithm="sac"))} if p["gpu_check"] else set()
+    offpolicy = {a: {v.name for v in scripts(discover(algorithm=a))} for a in ("sac", "td3")} if p["gpu_check"] else {}
     return SimpleNamespace(
-        check_rows=[*p["variants"], *(f"sac:{v}" for v in p["variants"] if v in sac)],
+        check_rows=[*p["variants"], *(f"{a}:{v}" for a, names in offpolicy.items() for v in p["variants"] if v in names)],
         args=a,
         p=p,
         variants=planned,
@@ -255,7 +255,7 @@ def plan_command(argv: list) -> int:
         "TIMEOUT": p["timeout"],
         "NUM_ENVS": p["iteration"]["num_envs"],
         "VARIANTS": p["variants"],
-        "CHECK_ROWS": plan.check_rows,  # gpu-check's: the variants, and the SAC scripts' of the same names (bench/gpu_check.py)
+        "CHECK_ROWS": plan.check_rows,  # gpu-check's: the variants, and the SAC and TD3 scripts' of the same names (bench/gpu_check.py)
         "MODULES": sorted(
             {m for s in {script[v] for v in p["variants"]} | {run.script for run in runs} for m in modules(ROOT / s)}
         ),

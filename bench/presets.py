@@ -296,6 +296,21 @@ PRESETS = {
         "iterations": 11,
         "timeout": 900,
     },
+    # TD3's cells on one GPU, as sac-gpu's: torch.compile with CUDA graphs beside every variant in each block, 3 blocks,
+    # in parts of at most 8 minutes (`--part next`).
+    "td3-gpu": {
+        "algorithm": "td3",
+        "for_gpu": True,
+        "experiments": ["overall"],
+        "cells": TD3_CELLS,
+        "envs": ["Pendulum-v1"],
+        "sizes": ["c", "s"],
+        "repeats": 3,
+        "iterations": 11,
+        "settings_in_overall": True,
+        "part_minutes": 8,
+        "timeout": 600,
+    },
     # Every TD3 variant learns Pendulum-v1 as sac-learn's: size s, 20000 steps, the first 1000 random, seeds 1-10.
     "td3-learn": {
         "algorithm": "td3",

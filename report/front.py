@@ -203,8 +203,9 @@ def provenance(entry, base: str) -> str:
     return f"- {column_header(entry)}: " + "; ".join(parts)
 
 
-def markdown(result: dict, base: str = "../") -> str:
-    """answer.md; its links to the reports start with `base`, the results folder as seen from the page's folder."""
+def markdown(result: dict, base: str = "../", sources: bool = True) -> str:
+    """answer.md; its links to the reports start with `base`, the results folder as seen from the page's folder.
+    Without `sources` (README's copy) one link to answer.md stands for the list of where each column comes from."""
     columns = result["columns"]
     first = next(c for c in columns if c["column"] == FIRST)
     rows = [
@@ -212,6 +213,12 @@ def markdown(result: dict, base: str = "../") -> str:
         for v in result["variants"]
     ]
     head = ["variant", *(column_header(c) for c in columns), *PER_RUN]
+    where = (
+        " Where each column comes from (a set of results/, its runs in `records/`; linked, its report, with every"
+        " environment's cell):"
+        if sources
+        else f" Where each column comes from, its machine and blocks: [answer.md]({base}answer/answer.md)."
+    )
     return "\n".join(
         [
             table(head, rows),
@@ -219,12 +226,9 @@ def markdown(result: dict, base: str = "../") -> str:
             "Each cell: the variant's steady iteration (the median of iterations 1-end) over jax_linen's in the same"
             " block of runs, the geometric mean over the blocks and its 95% bootstrap interval; iteration 0 and the"
             " peak of the process's resident memory: the median over the first column's runs of the variant in its base"
-            f" set ({FIRST.base or 'its first'}), where it ran there, else over those behind its cell. Where each"
-            " column comes from (a set of results/, its runs in `records/`; linked, its report, with every environment's"
-            " cell):",
+            f" set ({FIRST.base or 'its first'}), where it ran there, else over those behind its cell." + where,
             "",
-            *(provenance(c, base) for c in columns),
-            "",
+            *([*(provenance(c, base) for c in columns), ""] if sources else []),
         ]
     )
 
@@ -233,7 +237,12 @@ def markdown(result: dict, base: str = "../") -> str:
 # README.md holds a copy of answer.md between these two lines, and of offpolicy.md between its two
 MARKERS = re.compile(r"(<!-- answer\.md[^\n]*-->\n\n)(.*?)(<!-- end of answer\.md -->)", re.S)
 SAC_MARKERS = re.compile(r"(<!-- offpolicy\.md[^\n]*-->\n\n)(.*?)(<!-- end of offpolicy\.md -->)", re.S)
-SAC_SOURCES = ("speed/sac-cpu", "learn/sac-pendulum", "learn/sac-envs")  # the sac, sac-learn and sac-envs presets' sets
+# Each off-policy algorithm's sets: its sweep (the sac or td3 preset), then its learn and environments sets
+# (sac-learn, sac-envs; td3-learn, td3-envs), which join its tables where they are there.
+OFFPOLICY_SOURCES = {
+    "sac": ("speed/sac-cpu", "learn/sac-pendulum", "learn/sac-envs"),
+    "td3": ("speed/td3-cpu", "learn/td3-pendulum", "learn/td3-envs"),
+}
 
 
 def with_copy(page: str, made: str, markers=MARKERS, name: str = "answer.md") -> str:
@@ -243,35 +252,64 @@ def with_copy(page: str, made: str, markers=MARKERS, name: str = "answer.md") ->
     return markers.sub(lambda m: m.group(1) + made + "\n" + m.group(3), page, count=1)
 
 
+def offpolicy_found(records: Path) -> dict:
+    """{algorithm: the names of its sets that are there}, for each algorithm with any; FrontError where an algorithm
+    has sets but not its sweep, whose cells its tables are."""
+    found = {}
+    for algorithm, names in OFFPOLICY_SOURCES.items():
+        there = [name for name in names if (records / name / "records").is_dir()]
+        if there and there[0] != names[0]:
+            raise FrontError(f"no records directory {records / names[0] / 'records'} (the off-policy table's source)")
+        if there:
+            found[algorithm] = there
+    return found
+
+
 def offpolicy_summary(records: Path, page: Optional[str], learning: bool = True) -> Optional[dict]:
-    """SAC's summary (report.offpolicy) from SAC_SOURCES' records, without `learning` its timing alone (README's copy);
-    None where none of the sources is there and the page has no place for it."""
-    found = [name for name in SAC_SOURCES if (records / name / "records").is_dir()]
+    """{algorithm: its summary (report.offpolicy)} from OFFPOLICY_SOURCES' records, without `learning` the timing
+    alone (README's copy); None where no algorithm's sets are there and the page has no place for them. SAC's sweep
+    must be there where the page has its place."""
+    found = offpolicy_found(records)
     if not found and not (page and SAC_MARKERS.search(page)):
         return None
-    if len(found) < len(SAC_SOURCES):
-        missing = next(name for name in SAC_SOURCES if name not in found)
-        raise FrontError(f"no records directory {records / missing / 'records'} (the off-policy table's source)")
-    runs = []
-    for name in SAC_SOURCES:
-        made, failures = load_runs(records / name / "records")
-        if any(f.endswith(": does not parse") for f in failures):
-            raise FrontError(f"a record of {records / name / 'records'} does not parse")
-        made = [r for r in made if offpolicy.is_sac(r)]
-        if made:
-            one_machine(made, name)  # a time of one machine is never divided by another's
-        runs += made
-    try:
-        return offpolicy.summary(runs, learning)
-    except offpolicy.MixedSettings as e:
-        raise FrontError(str(e)) from None
+    if "sac" not in found:
+        raise FrontError(
+            f"no records directory {records / OFFPOLICY_SOURCES['sac'][0] / 'records'} (the off-policy table's source)"
+        )
+    summaries = {}
+    for algorithm, names in found.items():
+        runs, machines = [], {}
+        for name in names:
+            made, failures = load_runs(records / name / "records")
+            if any(f.endswith(": does not parse") for f in failures):
+                raise FrontError(f"a record of {records / name / 'records'} does not parse")
+            made = [r for r in made if r.record.get("algorithm") == algorithm]
+            if made:
+                machines[name] = one_machine(made, name)  # a time of one machine is never divided by another's
+            runs += made
+        try:
+            summaries[algorithm] = {**offpolicy.summary(runs, learning), "sources": names, "machines": machines}
+        except offpolicy.MixedSettings as e:
+            raise FrontError(str(e)) from None
+    return summaries
 
 
-def offpolicy_table(summary: dict, base: str, learning: bool = True) -> str:
-    """offpolicy.md, SAC's tables from offpolicy_summary's summary, with where they come from (without `learning`, the
-    timing table alone: README's copy)."""
-    links = ", ".join(f"[{name}]({base}{name}/report/summary.md)" for name in SAC_SOURCES)
-    return offpolicy.markdown(summary, learning) + f"\nFrom: {links} (each set's runs in `records/`).\n"
+def offpolicy_table(summaries: dict, base: str, learning: bool = True) -> str:
+    """offpolicy.md: each algorithm's tables (report.offpolicy) under its name, with where they come from; without
+    `learning`, README's copy: the one timing table of every algorithm's cells (report.offpolicy.front_markdown)."""
+    links = lambda names: ", ".join(f"[{name}]({base}{name}/report/summary.md)" for name in names)
+    if not learning:  # the timing is each algorithm's sweep (its first set); two sweeps may be two machines
+        sweep = lambda s: s["sources"][0]
+        sets = ", ".join(
+            f"[{sweep(s)}]({base}{sweep(s)}/report/summary.md) ({s['machines'][sweep(s)]})" for s in summaries.values()
+        )
+        return offpolicy.front_markdown(summaries) + f"\nFrom: {sets} (each set's runs in `records/`).\n"
+    parts = [
+        f"## {offpolicy.ALGORITHMS[algorithm]}\n\n{offpolicy.markdown(s)}\nFrom: {links(s['sources'])} (each set's runs in"
+        " `records/`).\n"
+        for algorithm, s in summaries.items()
+    ]
+    return "\n".join(parts)
 
 
 def load(records: Path) -> dict:
@@ -285,7 +323,7 @@ def load(records: Path) -> dict:
     for name in names:
         try:
             runs, failures = load_runs(records / name / "records")
-            sources[name] = [r for r in runs if not offpolicy.is_sac(r)]  # a GPU set's SAC runs are offpolicy.md's
+            sources[name] = [r for r in runs if not offpolicy.is_offpolicy(r)]  # a GPU set's SAC runs are offpolicy.md's
         except Unreadable as e:  # the other sources are read still, so that one refusal names all there is to mend
             unreadable.append(str(e))
             continue
@@ -336,7 +374,7 @@ def main(argv=None) -> int:
         summary = offpolicy_summary(args.records, page)
         sac = None if summary is None else offpolicy_table(summary, base(args.records, args.out))
         if page is not None:
-            page = with_copy(page, markdown(result, base(args.records, args.readme.parent)))
+            page = with_copy(page, markdown(result, base(args.records, args.readme.parent), sources=False))
             if sac is not None:
                 sac_page = offpolicy_table(summary, base(args.records, args.readme.parent), learning=False)
                 page = with_copy(page, sac_page, SAC_MARKERS, "offpolicy.md")

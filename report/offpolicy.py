@@ -22,10 +22,6 @@ TARGET = -200.0  # the return whose seconds the table gives (report.learning's s
 ALGORITHMS = {"sac": "SAC", "td3": "TD3"}  # the off-policy records' `algorithm`, and its name in a report
 
 
-def is_sac(run) -> bool:
-    return run.record.get("algorithm") == "sac"
-
-
 def is_offpolicy(run) -> bool:
     return run.record.get("algorithm") in ALGORITHMS
 
@@ -250,6 +246,28 @@ def timing_markdown(rows: list, rates_table: bool = True) -> list:
     if not rates_table:
         return [table(head, body), "", note]
     return [table(head, body), "", note + " Every variant's:", "", table(["variant", *cells], steps)]
+
+
+def front_markdown(summaries: dict) -> str:
+    """README's one off-policy table from {algorithm: summary}: a row per algorithm and cell, jax_linen's environment
+    and gradient steps a second, then a column per variant: its steady iteration over jax_linen's (ratio_text)."""
+    rows = [(ALGORITHMS[a], r) for a, s in summaries.items() for r in s["timing"]]
+    variants = [v for v in ordered({r["variant"] for _, r in rows}, VARIANTS) if v != REFERENCE]
+    cells = list(dict.fromkeys((name, r["cell"]) for name, r in rows))
+    by = {(name, r["cell"], r["variant"]): r for name, r in rows}
+    blocks = lambda c: max(r.get("n_blocks", r["runs"]) for name, r in rows if (name, r["cell"]) == c)
+    short = lambda r: f"{r['env_steps_per_second']:,.0f}, {r['grad_steps_per_second']:,.0f}" if r else "not run"
+    head = ["algorithm", "cell", "blocks", f"{REFERENCE}: env steps/s, gradient steps/s", *variants]
+    body = [
+        [*c, blocks(c), short(by.get((*c, REFERENCE))), *(ratio_text(by[(*c, v)]) if (*c, v) in by else "-" for v in variants)]
+        for c in cells
+    ]
+    notes = (
+        "Each variant's column: its steady iteration (the median of iterations 1-end) over jax_linen's in the same block"
+        " of runs, the geometric mean over the blocks and its 95% bootstrap interval; -: not run. UTD: gradient steps"
+        " per step of the envs."
+    )
+    return "\n".join([table(head, body), "", notes, ""])
 
 
 def rates(row) -> str:

@@ -106,7 +106,9 @@ def test_the_command_writes_the_table_and_the_figure_and_the_readmes_copy(tmp_pa
     assert (tmp_path / "answer" / "answer.md").read_text() == made
     assert "[torch-sweep](../torch-sweep/report/summary.md)" in made
     assert (tmp_path / "answer" / "answer.png").read_bytes().startswith(b"\x89PNG")
-    assert front.markdown(result, "./") in page.read_text() and "old" not in page.read_text()
+    copy = front.markdown(result, "./", sources=False)  # the page's: one link to answer.md for where each column comes from
+    assert copy in page.read_text() and "old" not in page.read_text()
+    assert "[answer.md](./answer/answer.md)" in copy and "[torch-sweep]" not in copy
 
 
 @pytest.mark.parametrize("split", ["by seed", "by variant"])
@@ -221,7 +223,7 @@ def test_the_readme_shows_the_table_the_committed_records_make():
     rerun = "rerun: python -m report.front --readme README.md"
     assert (ROOT / "results" / "answer" / "answer.md").read_text() == front.markdown(result, "../"), rerun
     readme = (ROOT / "README.md").read_text()
-    assert front.with_copy(readme, front.markdown(result, "results/")) == readme, rerun
+    assert front.with_copy(readme, front.markdown(result, "results/", sources=False)) == readme, rerun
 
 
 def test_the_readme_shows_the_off_policy_table_the_committed_sac_records_make():

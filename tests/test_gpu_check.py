@@ -282,6 +282,7 @@ def test_cuda_graphs_are_a_gpu_only_row_that_must_repeat_the_returns_without_the
 # ---------------------------------------------------------------- SAC's rows
 # SAC's scripts (bench/variants.py's), as --variants names them: each must be a row
 SAC_NAMES = [f"sac:{v.name}" for v in scripts(discover(algorithm="sac"))]
+TD3_NAMES = [f"td3:{v.name}" for v in scripts(discover(algorithm="td3"))]
 
 
 def needs_sac(*variants: str):
@@ -305,15 +306,18 @@ def nudged(logged: list, iteration: int, name: str, by: float) -> list:
     return [{**m, name: m[name] * (1 + by)} if i == iteration else m for i, m in enumerate(logged)]
 
 
-def test_every_sac_script_and_its_gpu_only_setting_has_a_row_named_apart_from_ppos():
-    """bench/variants.py's SAC scripts, each with the settings only a GPU runs, as rows named sac:VARIANT; PPO's rows keep
-    their names (the variants')."""
-    sac = [f"sac:{v.name}" for v in discover(algorithm="sac") if not v.setting_of or v.gpu_only]
-    assert sac and [row.name for row in rows_for(SAC_NAMES)] == sac
-    assert set(sac) <= set(gpu_check.ROWS)
+@pytest.mark.parametrize("algorithm", ["sac", "td3"])
+def test_every_off_policy_script_and_its_gpu_only_setting_has_a_row_named_apart_from_ppos(algorithm):
+    """bench/variants.py's SAC (TD3) scripts, each with the settings only a GPU runs, as rows named sac:VARIANT
+    (td3:VARIANT), run with the off-policy iterations (SHORT_SAC); PPO's rows keep their names (the variants')."""
+    found = [f"{algorithm}:{v.name}" for v in discover(algorithm=algorithm) if not v.setting_of or v.gpu_only]
+    names = [f"{algorithm}:{v.name}" for v in scripts(discover(algorithm=algorithm))]
+    assert found and [row.name for row in rows_for(names)] == found
+    assert set(found) <= set(gpu_check.ROWS) and all(gpu_check.is_offpolicy(gpu_check.ROWS[n]) for n in found)
+    assert gpu_check.VARIANTS[f"{algorithm}:torch"].script.endswith(f"{algorithm}_torch.py")
     ppo = rows_for(VARIANTS)
     assert [row.name for row in ppo if not row.gpu_only and "@" not in row.name] == VARIANTS
-    assert not {row.name for row in ppo} & set(sac)
+    assert not {row.name for row in ppo} & set(found) and not any(gpu_check.is_offpolicy(row) for row in ppo)
 
 
 @needs_sac("torch_compile")
@@ -519,11 +523,12 @@ def test_gpu_check_fails_a_sac_row_on_a_host_sync(background):
 
 
 @pytest.mark.slow
-def test_gpu_check_runs_every_sac_variant_with_every_check():
-    proc = run_gpu_check("--variants", ",".join(SAC_NAMES), timeout=3600)
+@pytest.mark.parametrize("names", [SAC_NAMES, TD3_NAMES], ids=["sac", "td3"])
+def test_gpu_check_runs_every_off_policy_variant_with_every_check(names):
+    proc = run_gpu_check("--variants", ",".join(names), timeout=3600)
     gpu = "a GPU is present" in proc.stdout
     _, (_, *rows) = tables(proc.stdout)
-    expected = rows_for(SAC_NAMES)
+    expected = rows_for(names)
     assert [row[0] for row in rows] == [row.name for row in expected], proc.stdout + proc.stderr[-3000:]
     ran = [row for row in rows if row[-1] != SKIPPED]
     assert [row[0] for row in ran] == [row.name for row in expected if gpu or not row.gpu_only]
@@ -543,9 +548,9 @@ def test_gpu_check_runs_every_variant_with_every_check_and_prints_one_table():
     )
     gpu = "a GPU is present" in proc.stdout
     _, (_, *rows) = tables(proc.stdout)
-    # benchmark.sh gives gpu-check its plan's variants, PPO's; SAC's rows follow them where it gives theirs too
-    ppo, sac = rows_for(list(VARIANTS)), rows_for(SAC_NAMES)
-    expected = ppo + sac if len(rows) > len(ppo) else ppo
+    # benchmark.sh gives gpu-check its plan's variants, PPO's; SAC's and TD3's rows follow them where it gives theirs too
+    ppo, offpolicy = rows_for(list(VARIANTS)), rows_for(SAC_NAMES + TD3_NAMES)
+    expected = ppo + offpolicy if len(rows) > len(ppo) else ppo
     assert [row[0] for row in rows] == [row.name for row in expected], proc.stdout + proc.stderr[-3000:]
     ran = [row for row in rows if row[-1] != SKIPPED]
     assert [row[0] for row in ran] == [row.name for row in expected if gpu or not row.gpu_only]

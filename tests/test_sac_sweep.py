@@ -3,6 +3,7 @@ off-policy report (report.offpolicy, plot.py) from records made as the scripts m
 plan's command line by the script's own dataclass and tyro (tests/fixtures/script_args.py), without running them."""
 
 import json
+import shutil
 from collections import defaultdict
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 from bench.plan import load as load_plan
 from bench.plan_args import Refused
 from bench.plan_runs import block_of
-from bench.presets import SAC_CELLS
+from bench.presets import SAC_CELLS, TD3_CELLS
 from bench.run_records import read_status
 from conftest import ROOT
 from fixtures.script_args import parsed_args
@@ -19,7 +20,8 @@ from report import offpolicy
 from report.records import load_runs
 from test_resume import command
 
-SCRIPTS = {f"sac_{v}.py" for v in ("jax_linen", "jax_nnx", "jax_equinox", "torch", "torch_compile")}
+FRAMEWORKS = ("jax_linen", "jax_nnx", "jax_equinox", "torch", "torch_compile")
+SCRIPTS = {f"sac_{v}.py" for v in FRAMEWORKS}
 
 
 def plan(*flags):
@@ -33,14 +35,15 @@ def iterations(args: dict) -> int:
 
 
 def record_of(run, steady: float = 1.0, final_return=None) -> dict:
-    """The ok record a SAC script writes when given the plan's command, complete enough for plot.py to read."""
+    """The ok record a SAC (or TD3) script writes when given the plan's command, complete enough for plot.py to read."""
     args = parsed_args(ROOT / run.script, command(run))
+    algorithm = Path(run.script).stem.split("_", 1)[0]
     n = iterations(args)
     return {
         "schema_version": 2,
         "status": "ok",
-        "algorithm": "sac",
-        "variant": Path(run.script).stem.removeprefix("sac_"),
+        "algorithm": algorithm,
+        "variant": Path(run.script).stem.removeprefix(f"{algorithm}_"),
         "env_id": args["env_id"],
         "env_backend": args.get("env_backend", "gymnax"),
         "hidden": [int(h) for h in args["hidden"].split(",")],
@@ -61,25 +64,28 @@ def record_of(run, steady: float = 1.0, final_return=None) -> dict:
     }
 
 
-def test_the_sac_preset_runs_every_sac_script_in_whole_blocks_of_each_cell():
-    made = plan("--preset", "sac")
+@pytest.mark.parametrize("preset, cells", [("sac", SAC_CELLS), ("td3", TD3_CELLS)])
+def test_an_off_policy_preset_runs_every_script_of_its_algorithm_in_whole_blocks_of_each_cell(preset, cells):
+    made = plan("--preset", preset)
     blocks = defaultdict(set)
     for run in made.runs:
         blocks[block_of(run)].add(run.variant)
         args = parsed_args(ROOT / run.script, command(run))
         assert iterations(args) == made.p["iterations"], run.name  # the total the plan gives makes whole iterations
         assert f"__n{args['num_envs']:04d}__u{args['updates_per_step']}__" in run.name
-    assert {run.script for run in made.runs} == SCRIPTS
+    assert {run.script for run in made.runs} == {f"{preset}_{v}.py" for v in FRAMEWORKS}
     scripts = {v.name for v in made.variants if not v.setting_of}
-    cells = defaultdict(int)
+    found = defaultdict(int)
     for (_, rest), variants in blocks.items():
         assert scripts <= variants, rest  # every script in every block: each ratio has its pair
-        cells[rest.rsplit("__seed", 1)[0]] += 1
-    for env, size, num_envs, utd, _, repeats, stacked, full in SAC_CELLS:
+        found[rest.rsplit("__seed", 1)[0]] += 1
+    expected = {}
+    for env, size, num_envs, utd, _, repeats, stacked, full in cells:
         cell = f"{env}__{size}__n{num_envs:04d}__u{utd}{'__full' * full}"
-        assert cells[cell] == (repeats or made.p["repeats"]), cell
+        expected[cell] = repeats or made.p["repeats"]
         stacks = {v for (_, rest), vs in blocks.items() if rest.startswith(cell + "__") for v in vs} - scripts
         assert stacks == {f"{script}+{tag}" for script in ("torch", "torch_compile") for tag in stacked}, cell
+    assert dict(found) == expected  # the preset's cells, each in its blocks, and no other
 
 
 def test_the_sac_presets_are_narrowed_by_the_options_and_refuse_what_they_cannot_run():
@@ -179,8 +185,6 @@ def test_the_gpu_preset_holds_sacs_gpu_cells_in_parts_of_their_own_after_cartpol
 def test_plot_gives_a_set_of_both_algorithms_a_report_each(tmp_path):
     """A gpu preset's set holds PPO's and SAC's records: PPO's report is the one its records alone make, SAC's goes to
     sac/."""
-    import shutil
-
     import plot
 
     ppo, both = tmp_path / "ppo", tmp_path / "both"
@@ -199,11 +203,11 @@ def test_plot_gives_a_set_of_both_algorithms_a_report_each(tmp_path):
     assert "Pendulum-v1, s (64x64), 16 envs, UTD 1 (3 blocks; " in sac and "Pendulum" not in json.dumps(mixed)
 
 
-def sac_sweep(directory, *flags, steady=None, **changes):
-    """The sac preset's runs at s on Pendulum-v1 (3 blocks) as records in `directory`: torch twice Linen's time.
-    changes: fields to set in every record (or, as args_NAME, in its args)."""
-    for run in plan("--preset", "sac", "--envs", "Pendulum-v1", "--sizes", "s", "--repeats", "3", *flags).runs:
-        record = record_of(run, steady=steady or (2.0 if run.variant == "torch" else 1.0))
+def sac_sweep(directory, *flags, steady=None, preset="sac", torch=2.0, **changes):
+    """The sac (or td3) preset's runs at s on Pendulum-v1 (3 blocks) as records in `directory`: torch `torch` times
+    Linen's time. changes: fields to set in every record (or, as args_NAME, in its args)."""
+    for run in plan("--preset", preset, "--envs", "Pendulum-v1", "--sizes", "s", "--repeats", "3", *flags).runs:
+        record = record_of(run, steady=steady or (torch if run.variant == "torch" else 1.0))
         record["cpu"] = {"model": "test CPU", "cores": 2}  # a machine, as plot.py names it
         for key, value in changes.items():
             if key.startswith("args_"):
@@ -265,7 +269,7 @@ def test_the_off_policy_table_refuses_a_set_of_two_machines(tmp_path):
     """One record of another CPU model in the timing set: the README's table is refused, not moved."""
     from report import front
 
-    for name in front.SAC_SOURCES:
+    for name in front.OFFPOLICY_SOURCES["sac"]:
         sac_sweep(tmp_path / name / "records")
     one = next((tmp_path / "speed/sac-cpu/records/overall").glob("jax_nnx__*__seed2.json"))
     one.write_text(json.dumps(json.loads(one.read_text()) | {"cpu": {"model": "another CPU", "cores": 2}}))
@@ -273,8 +277,29 @@ def test_the_off_policy_table_refuses_a_set_of_two_machines(tmp_path):
         front.offpolicy_summary(tmp_path, None)
 
 
+def test_the_readme_table_holds_sac_and_td3_in_one_table_each_from_its_own_sweep(tmp_path):
+    """README's off-policy table: a row per algorithm and cell, each multiple from its algorithm's own sweep (torch 2x
+    Linen in SAC's, 3x in TD3's), '-' where a variant did not run; TD3's sets without its sweep: refused."""
+    from report import front
+
+    sac_sweep(tmp_path / "speed/sac-cpu/records")
+    sac_sweep(tmp_path / "speed/td3-cpu/records", preset="td3", torch=3.0)
+    made = front.offpolicy_table(front.offpolicy_summary(tmp_path, None, learning=False), "results/", learning=False)
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in made.splitlines() if line.startswith("| ")]
+    head, body = rows[0], rows[1:]
+    torch = {(r[0], r[1]): r[head.index("torch")] for r in body}
+    sac = {cell: ratio for (name, cell), ratio in torch.items() if name == "SAC"}
+    td3 = {cell: ratio for (name, cell), ratio in torch.items() if name == "TD3"}
+    assert len(sac) == 5 and len(td3) == 3 and set(td3) < set(sac)  # TD3's cells are some of SAC's
+    assert set(sac.values()) == {"2.00 [2.00, 2.00]"} and set(td3.values()) == {"3.00 [3.00, 3.00]"}
+    assert "[speed/td3-cpu](results/speed/td3-cpu/report/summary.md)" in made
+    (tmp_path / "learn/td3-pendulum/records").mkdir(parents=True)
+    shutil.rmtree(tmp_path / "speed/td3-cpu")
+    with pytest.raises(front.FrontError, match="td3-cpu/records"):
+        front.offpolicy_summary(tmp_path, None)
+
+
 def test_plot_removes_an_off_policy_figure_an_earlier_report_left(tmp_path):
-    import shutil
 
     import plot
 
