@@ -9,7 +9,8 @@ folder it cannot read is an error (exit 2, nothing written), not a report withou
 temporary folder and moved in whole.
 Which experiment a run belongs to is its `args.exp_name`, which benchmark.sh sets. Records of two
 machines (two GPUs, or two CPU models) are never compared: each gets its own report, in OUT/machine-*. SAC's
-records (sac_*.py's) get SAC's report (report.offpolicy); in a set that also holds PPO's (the gpu preset's), in sac/.
+and TD3's records get an off-policy report (report.offpolicy); in a set of more than one algorithm (the gpu preset's),
+each in a folder of its own, sac/ or td3/.
 The answer comes first: each variant's time as a multiple of jax_linen's, computed per block of runs
 that ran back to back (same experiment, env, size, num_envs, seed), then the geometric mean over the
 blocks with a 95% bootstrap interval and the verdict the interval allows; per (env, size) cell and per
@@ -58,9 +59,10 @@ def main(argv=None) -> int:
         print(f"error: no run records (schema 1 or 2 JSON with status ok) under {directory}", file=sys.stderr)
         return 2
     by_machine = group_by(runs, lambda r: machine(r.record))
-    try:  # SAC's cells join records of one setting only
+    try:  # an off-policy cell joins records of one algorithm and setting only
         for machine_runs in by_machine.values():
-            offpolicy.check_settings([r for r in machine_runs if offpolicy.is_offpolicy(r)])
+            for algorithm in offpolicy.ALGORITHMS:
+                offpolicy.check_settings([r for r in machine_runs if r.record.get("algorithm") == algorithm])
     except offpolicy.MixedSettings as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -76,13 +78,17 @@ def main(argv=None) -> int:
 
 
 def by_algorithm(reports: dict) -> dict:
-    """Each report's runs of PPO and of SAC apart: where a set holds both (the gpu preset's), SAC's report goes to a
-    folder of its own, sac/, beside PPO's."""
+    """Each report's runs of each algorithm apart: where a set holds more than one (the gpu preset's: PPO's, SAC's and
+    TD3's), each off-policy algorithm's report goes to a folder of its own (sac/, td3/) beside PPO's."""
     split = {}
     for target, runs in reports.items():
-        sac = [r for r in runs if offpolicy.is_offpolicy(r)]
+        of = {a: [r for r in runs if r.record.get("algorithm") == a] for a in offpolicy.ALGORITHMS}
+        of = {a: its for a, its in of.items() if its}
         ppo = [r for r in runs if not offpolicy.is_offpolicy(r)]
-        split |= {target / "sac": sac, target: ppo} if sac and ppo else {target: runs}
+        if len(of) + bool(ppo) < 2:
+            split[target] = runs
+        else:
+            split |= {target / a: its for a, its in of.items()} | ({target: ppo} if ppo else {})
     return split
 
 

@@ -68,17 +68,17 @@ def why_empty(p: dict, variants: list) -> str:
     return "; ".join(reasons) or f"--experiments {experiments} takes none of these --variants, --envs and --sizes"
 
 
-def with_sac(a, p: dict) -> tuple:
-    """The SAC runs a PPO preset's plan holds beside its own: its sac_preset's, narrowed by the same options where
-    they apply (--variants, to the names the SAC scripts have too; --envs, --sizes, --repeats, --iterations); and the
-    SAC variants (bench/variants.discover(algorithm="sac")) they run."""
-    variants = discover(algorithm="sac")
+def with_offpolicy(a, preset: str) -> tuple:
+    """The runs of an off-policy preset that a PPO preset's plan holds beside its own, narrowed by the same options
+    where they apply (--variants, to the names its scripts have too; --envs, --sizes, --repeats, --iterations); and
+    the variants of its algorithm (bench/variants.discover) they run."""
+    variants = discover(algorithm=PRESETS[preset]["algorithm"])
     names, stacks = [v.name for v in scripts(variants)], [v.name for v in variants if v.stack and not v.gpu_only]
     chosen = [v for v in a.variants.split(",") if v in names + stacks] if a.variants else []
-    planned = [v for v in variants if PRESETS[p["sac_preset"]].get("for_gpu") or not v.gpu_only]
-    if a.variants and not chosen:  # none of the variants asked for is a SAC script's
+    planned = [v for v in variants if PRESETS[preset].get("for_gpu") or not v.gpu_only]
+    if a.variants and not chosen:  # none of the variants asked for is one of its scripts'
         return planned, []
-    q = settings(SimpleNamespace(**{**vars(a), "preset": p["sac_preset"], "variants": ",".join(chosen)}), names, stacks)
+    q = settings(SimpleNamespace(**{**vars(a), "preset": preset, "variants": ",".join(chosen)}), names, stacks)
     return planned, make_plan(q, planned)
 
 
@@ -102,20 +102,24 @@ def load(argv: list) -> SimpleNamespace:
     left_out = gpu_only if sweep and gpu_only and not on_gpu else []
     planned = [v for v in variants if p["for_gpu"] or not v.gpu_only]
     every = [] if p["gpu_check"] else make_plan(p, planned)
-    sac_planned = []
-    if p["sac_preset"] and not p["gpu_check"]:  # SAC's cells as a group of this plan (the gpu preset's)
-        sac_planned, sac_runs = with_sac(a, p)
-        gpu_only += [v.name for v in sac_planned if v.gpu_only and v.name not in gpu_only and p["for_gpu"]]
+    offpolicy_planned = []
+    for i, preset in enumerate([] if p["gpu_check"] else p["offpolicy_presets"]):  # SAC's, TD3's cells (the gpu preset's)
+        its_planned, its_runs = with_offpolicy(a, preset)
+        if i:  # the same cells as the first's, of another algorithm: its records named apart (VARIANT__...__td3__seedN)
+            tag = f"__{PRESETS[preset]['algorithm']}__seed"
+            its_runs = [run._replace(name=tag.join(run.name.rsplit("__seed", 1))) for run in its_runs]
+        offpolicy_planned += its_planned
+        gpu_only += [v.name for v in its_planned if v.gpu_only and v.name not in gpu_only and p["for_gpu"]]
         left_out = gpu_only if sweep and gpu_only and not on_gpu else []
-        every += sac_runs
-        if p["groups"]:
-            every.sort(key=lambda run: ordered_by_groups(run, p))  # stable: each algorithm's runs keep their order
+        every += its_runs
+    if offpolicy_planned and p["groups"]:
+        every.sort(key=lambda run: ordered_by_groups(run, p))  # stable: each algorithm's runs keep their order
     part = parts_of(every, p)  # cut from the whole plan, the GPU-only settings included, wherever it is made
     runs = [run for run in every if run.variant not in left_out]
     part = [k for k, run in zip(part, every) if run.variant not in left_out]
     if not runs and not p["gpu_check"]:
         raise Refused(f"nothing to run: {why_empty(p, variants)}")
-    if problem := impossible(runs, {(v.script, v.name): v for v in planned + sac_planned}):
+    if problem := impossible(runs, {(v.script, v.name): v for v in planned + offpolicy_planned}):
         raise Refused(problem)
     if a.task:
         if not (a.task.isascii() and a.task.isdigit() and a.task[0] != "0" and int(a.task) <= len(runs)):

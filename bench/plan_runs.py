@@ -190,7 +190,7 @@ def group_of(run: Run, groups: list) -> int:
 def ordered_by_groups(run: Run, p: dict) -> tuple:
     """Where a run goes in a plan ordered by the preset's groups: by group, then every seed of a cell (size, env,
     experiment) before the next cell."""
-    if algorithm_of(run) != "ppo":  # another algorithm's runs keep their own plan's order (sac_plan's)
+    if algorithm_of(run) != "ppo":  # another algorithm's runs keep their own plan's order (its preset's)
         return group_of(run, p["groups"]), 0, 0, 0
     sizes, envs = (dict(zip(items, range(len(items)))) for items in (p["sizes"], p["envs"]))
     where = sizes.get(run.size, len(sizes)), envs.get(run.env, len(envs)), EXPERIMENTS.index(run.experiment)

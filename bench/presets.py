@@ -96,7 +96,7 @@ FULL = {
     "groups": None,
     "part_minutes": None,
     "learn_flags": None,  # a SAC preset's learn runs' flags (None: SAC_LEARN_FLAGS); PPO's run each script's defaults
-    "sac_preset": None,  # a SAC preset whose runs a PPO preset's plan holds too, as a group of its own (the gpu preset's)
+    "offpolicy_presets": (),  # off-policy presets whose runs a PPO preset's plan holds too, each a group (the gpu preset's)
     "algorithm": "ppo",  # the scripts it runs: ppo_*.py, or sac_*.py, td3_*.py (bench/variants.py)
     "cells": None,  # an off-policy preset's timed cells (None: SAC_CELLS)
 }
@@ -186,8 +186,8 @@ PRESETS = {
     # benchback/torch_ports.py and Gymnasium, Linen from a Python loop); (2) Breakout-MinAtar at s, m and l, a dearer env; (3)
     # rollout and update timed apart at s on both, each JAX variant also with XLA's command buffers for loops
     # beside it (its gpu_environment setting); (4) compile times: every variant and setting at s, m and l on
-    # CartPole-v1, one cold run each; then 3 more seeds of (1) and (2). SAC's cells (the sac-gpu preset's runs of the
-    # sac_*.py scripts, 3 blocks) come after (1): off-policy RL has no GPU answer. Three blocks a cell first. 11 iterations: a
+    # CartPole-v1, one cold run each; then 3 more seeds of (1) and (2). SAC's and TD3's cells (the sac-gpu and td3-gpu
+    # presets' runs, 3 blocks each) come after (1): off-policy RL has no GPU answer. Three blocks a cell first. 11 iterations: a
     # steady time over 10, on a GPU held alone. The timed runs share warm compiler caches: only a cell's first run
     # compiles (docs/sweep.md). `--part next` runs the first part with a run still to do, so that any later run on a
     # GPU of the same model continues the sweep with one command.
@@ -211,6 +211,7 @@ PRESETS = {
                 "algorithm": "sac",
                 "experiments": ["overall"],
             },  # (a group takes its algorithm's runs only: ppo's unless it says)
+            {"algorithm": "td3", "experiments": ["overall"]},
             {"experiments": ["overall"], "envs": ["Breakout-MinAtar"], "seeds": 3},
             {"experiments": ["sync"]},
             {"experiments": ["compile"]},
@@ -219,7 +220,7 @@ PRESETS = {
         "part_minutes": 8,
         "timeout": 300,  # five times a torch_compile run's estimate: a hung run costs a part little
         "settings_in_overall": True,
-        "sac_preset": "sac-gpu",
+        "offpolicy_presets": ("sac-gpu", "td3-gpu"),
     },
     # Each script's default config (819200 steps) on CartPole-v1, Acrobot-v1 and Pendulum-v1 (continuous actions, with
     # its ENV_FLAGS), seeds 1-10: enough for rliable's interval estimates (plot.py). On 2 CPU cores a run takes about
@@ -317,6 +318,17 @@ PRESETS = {
         "experiments": ["learn"],
         "learn_envs": ["Pendulum-v1"],
         "repeats": 10,
+        "timeout": 1800,
+    },
+    # Which of gymnax's other continuous environments TD3 learns, every variant, as sac-envs': size s, 50000 steps of
+    # which 5000 random (SAC's; CleanRL's TD3 waits 25000, half such a run), seeds 1-5. PointRobot-misc, a meta-RL task
+    # that no memoryless policy solves (SAC's set), is left out.
+    "td3-envs": {
+        "algorithm": "td3",
+        "experiments": ["learn"],
+        "learn_envs": ["Reacher-misc", "Swimmer-misc", "MountainCarContinuous-v0"],
+        "learn_flags": ["--total-timesteps", 50000, "--learning-starts", 5000],
+        "repeats": 5,
         "timeout": 1800,
     },
 }

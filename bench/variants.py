@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Optional
 
 ROOT = Path(__file__).resolve().parent.parent
-ALGORITHMS = ("ppo", "sac", "td3")  # a script's name starts with its algorithm: ppo_jax_linen.py, sac_jax_linen.py
+ALGORITHMS = ("ppo", "sac", "td3", "dqn")  # a script's name starts with its algorithm: ppo_jax_linen.py, sac_jax_linen.py
 # For a variant whose colour another variant already has (a script copied to start a new one): the tab10
 # colours no script or setting declares, in order.
 SPARE_COLORS = ["tab:gray", "tab:cyan"]

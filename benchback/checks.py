@@ -117,25 +117,36 @@ def check_env_id(env_id: str) -> None:
         raise UsageError(f"unsupported --env-id {env_id!r}; {ids}")
 
 
-def check_offpolicy_args(args, algorithm: str) -> tuple[int, ...]:
-    """What every off-policy script (SAC's, TD3's: `algorithm`, for the message) checks before anything is built or
-    written: sizes, coefficients (those its Args have), the output path, the limits and the environment id, which must
-    have continuous actions. Returns the hidden sizes."""
+def check_offpolicy_args(args, algorithm: str, actions: str = "continuous") -> tuple[int, ...]:
+    """What every off-policy script (SAC's, TD3's, DQN's: `algorithm`, for the message) checks before anything is built
+    or written: sizes, coefficients (those its Args have), the output path, the limits and the environment id, which
+    must have `actions` (continuous or discrete ones). Returns the hidden sizes."""
     hidden = parse_hidden(args.hidden)
-    positive = ("total_timesteps", "num_envs", "steps_per_iteration", "buffer_size", "batch_size", "policy_frequency")
-    for name in positive + ("target_network_frequency",) * hasattr(args, "target_network_frequency"):
+    positive = ("total_timesteps", "num_envs", "steps_per_iteration", "buffer_size", "batch_size")
+    positive += ("policy_frequency", "target_network_frequency", "train_frequency")  # those its Args have
+    for name in (name for name in positive if hasattr(args, name)):
         if getattr(args, name) <= 0:
             raise UsageError(f"--{name.replace('_', '-')} must be positive; got {getattr(args, name)}")
     for name in ("learning_starts", "updates_per_step"):  # 0 updates a step: the steps alone, what they cost
-        if getattr(args, name) < 0:
+        if getattr(args, name, 0) < 0:
             raise UsageError(f"--{name.replace('_', '-')} must be 0 or more; got {getattr(args, name)}")
+    if hasattr(args, "train_frequency"):  # DQN's: an iteration and the target's period hold whole groups of steps
+        for name in ("steps_per_iteration", "target_network_frequency"):
+            if getattr(args, name) % args.train_frequency:
+                raise UsageError(
+                    f"--{name.replace('_', '-')} {getattr(args, name)} is not a multiple of --train-frequency"
+                    f" {args.train_frequency}"
+                )
     if args.buffer_size < args.num_envs:
         raise UsageError(f"--buffer-size {args.buffer_size} is smaller than one step of --num-envs {args.num_envs}")
-    if args.full_buffer and args.learning_starts == 0:
+    if getattr(args, "full_buffer", False) and args.learning_starts == 0:
         raise UsageError("--full-buffer copies the random steps' transitions: it needs --learning-starts above 0")
     ranges = {  # nan passes none of these tests
-        "positive": (lambda x: 0 < x < float("inf"), ("policy_lr", "q_lr", "alpha", "learning_rate")),
-        "between 0 and 1": (lambda x: 0 <= x <= 1, ("gamma", "tau")),
+        "positive": (
+            lambda x: 0 < x < float("inf"),
+            ("policy_lr", "q_lr", "alpha", "learning_rate", "exploration_fraction"),
+        ),
+        "between 0 and 1": (lambda x: 0 <= x <= 1, ("gamma", "tau", "start_e", "end_e")),
         "0 or more": (lambda x: 0 <= x < float("inf"), ("policy_noise", "exploration_noise", "noise_clip")),
     }
     for must_be, (holds, names) in ranges.items():
@@ -153,6 +164,7 @@ def check_offpolicy_args(args, algorithm: str) -> tuple[int, ...]:
     check_limits(args)
     check_backend(args)
     check_env_id(args.env_id)
-    if gymnax_envs.action_space(args.env_id)["kind"] != "continuous":
-        raise UsageError(f"{algorithm} needs continuous actions; --env-id {args.env_id} has discrete ones")
+    if gymnax_envs.action_space(args.env_id)["kind"] != actions:
+        other = {"continuous": "discrete", "discrete": "continuous"}[actions]
+        raise UsageError(f"{algorithm} needs {actions} actions; --env-id {args.env_id} has {other} ones")
     return hidden

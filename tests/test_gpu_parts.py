@@ -24,7 +24,7 @@ def gpu_machine(directory: Path, gpu: str = H200, host: str = "") -> dict:
     (bin_dir / "nvidia-smi").write_text(f'#!/bin/sh\ncase "$*" in *name*) echo "{gpu}";; *) echo 0;; esac\n')
     python = bin_dir / "python"
     python.write_text(
-        f'#!/bin/sh\ncase "$1" in */ppo_*.py|*/sac_*.py) exec "{sys.executable}" "{FAKE}" "$@";;\n'
+        f'#!/bin/sh\ncase "$1" in */ppo_*.py|*/sac_*.py|*/td3_*.py) exec "{sys.executable}" "{FAKE}" "$@";;\n'
         f'  */env_cost.py|*/host_cost.py|*/handover.py) echo "$*" >>"{directory / "measures"}"; exit 0;; esac\n'
         f'exec "{sys.executable}" "$@"\n'
     )

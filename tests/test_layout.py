@@ -83,7 +83,7 @@ def test_at_most_four_calls_from_train_to_the_environment_step(variant, monkeypa
     assert frames[0] == "train" and len(frames) - 1 <= MOST_CALLS, frames
 
 
-OFFPOLICY_SCRIPTS = sorted(path.name for pattern in ("sac_*.py", "td3_*.py") for path in ROOT.glob(pattern))
+OFFPOLICY_SCRIPTS = sorted(p.name for pattern in ("sac_*.py", "td3_*.py", "dqn_*.py") for p in ROOT.glob(pattern))
 
 
 # sac_torch.py by default (JAX's path is PPO's, above), the others under the slow marker: 15-20 s each on 2 cores
@@ -91,8 +91,8 @@ OFFPOLICY_SCRIPTS = sorted(path.name for pattern in ("sac_*.py", "td3_*.py") for
     "script", [s if s == "sac_torch.py" else pytest.param(s, marks=pytest.mark.slow) for s in OFFPOLICY_SCRIPTS]
 )
 def test_at_most_four_calls_from_train_to_the_environment_step_in_sac(script, monkeypatch):
-    """The same for the off-policy scripts (SAC's, TD3's): JAX's step in the iteration's scan, torch's through the
-    envs' interface."""
+    """The same for the off-policy scripts (SAC's, TD3's, DQN's): JAX's step in the iteration's scan, torch's through
+    the envs' interface."""
     module = load(script.removesuffix(".py"), script)
     seen, make = [], gymnax_envs.make
 
@@ -104,6 +104,7 @@ def test_at_most_four_calls_from_train_to_the_environment_step_in_sac(script, mo
 
     monkeypatch.setattr(gymnax_envs, "make", patched)
     sizes = dict(num_envs=2, total_timesteps=300, learning_starts=100, steps_per_iteration=50, batch_size=16)
-    module.train(module.Args(cuda=False, env_id="Pendulum-v1", buffer_size=256, hidden="16,16", **sizes, **QUIET))
+    env_id = "CartPole-v1" if script.startswith("dqn_") else "Pendulum-v1"  # DQN's actions are discrete
+    module.train(module.Args(cuda=False, env_id=env_id, buffer_size=256, hidden="16,16", **sizes, **QUIET))
     ((frames,), *_) = [found for found in seen if found]
     assert frames[0] == "train" and len(frames) - 1 <= MOST_CALLS, frames

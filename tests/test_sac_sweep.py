@@ -165,42 +165,63 @@ def test_which_environments_sac_learns_is_told_from_each_runs_gain_over_its_rand
     )
 
 
-def test_the_gpu_preset_holds_sacs_gpu_cells_in_parts_of_their_own_after_cartpoles():
+def test_which_environments_td3_learns_is_asked_of_every_variant():
+    made = plan("--preset", "td3-envs")
+    variants = {"jax_linen", "jax_nnx", "jax_equinox", "torch", "torch_compile"}
+    assert {r.variant for r in made.runs} == variants
+    assert {r.env for r in made.runs} == {"Reacher-misc", "Swimmer-misc", "MountainCarContinuous-v0"}
+    assert len(made.runs) == 5 * 3 * 5 and {r.script for r in made.runs} == {f"td3_{v}.py" for v in variants}
+    for run in made.runs:
+        args = parsed_args(ROOT / run.script, command(run))
+        assert (args["total_timesteps"], args["learning_starts"]) == (50000, 5000)
+
+
+def test_the_gpu_preset_holds_sacs_and_td3s_gpu_cells_in_parts_of_their_own_after_cartpoles():
     made = plan("--preset", "gpu")
     names = [r.name for r in made.runs]
-    assert len(set(names)) == len(names)  # one record each: no SAC run's name is a PPO run's
-    sac = [i for i, r in enumerate(made.runs) if r.script.startswith("sac_")]
-    own = plan("--preset", "sac-gpu").runs
-    assert [made.runs[i] for i in sac] == own  # the sac-gpu preset's runs, in its order, with its flags
-    sac_parts = {made.part[i] for i in sac}
-    assert all(made.part[i] not in sac_parts for i, r in enumerate(made.runs) if i not in sac)  # parts of their own
+    assert len(set(names)) == len(names)  # one record each: no off-policy run's name is another's
+    where = {}
+    for algorithm in ("sac", "td3"):
+        where[algorithm] = [i for i, r in enumerate(made.runs) if r.script.startswith(f"{algorithm}_")]
+        own = plan("--preset", f"{algorithm}-gpu").runs
+        if algorithm == "td3":  # the same cells as SAC's: its records are named apart
+            own = [r._replace(name=r.name.replace("__seed", "__td3__seed")) for r in own]
+        assert own and [made.runs[i] for i in where[algorithm]] == own  # its preset's runs, in its order and flags
+        indices = where[algorithm]
+        assert indices == list(range(indices[0], indices[-1] + 1))
+        parts = {made.part[i] for i in indices}
+        assert all(made.part[i] not in parts for i in range(len(made.runs)) if i not in indices)  # parts of their own
     cartpole = {made.part[i] for i, r in enumerate(made.runs) if r.env == "CartPole-v1" and int(r.seed) <= 3}
-    first = min(sac_parts)
-    assert first == max(p for p in cartpole if p < first) + 1 and sac == list(range(sac[0], sac[-1] + 1))
-    assert not [r for r in plan("--preset", "gpu", "--envs", "CartPole-v1").runs if r.script.startswith("sac_")]
+    first = made.part[where["sac"][0]]
+    assert first == max(p for p in cartpole if p < first) + 1 and where["td3"][0] == where["sac"][-1] + 1
+    assert not [r for r in plan("--preset", "gpu", "--envs", "CartPole-v1").runs if not r.script.startswith("ppo_")]
     narrowed = {r.script for r in plan("--preset", "gpu", "--variants", "jax_linen,linen_nojit").runs}
-    assert narrowed == {"ppo_jax_linen.py", "ppo_linen_nojit.py", "sac_jax_linen.py"}
+    assert narrowed == {"ppo_jax_linen.py", "ppo_linen_nojit.py", "sac_jax_linen.py", "td3_jax_linen.py"}
 
 
-def test_plot_gives_a_set_of_both_algorithms_a_report_each(tmp_path):
-    """A gpu preset's set holds PPO's and SAC's records: PPO's report is the one its records alone make, SAC's goes to
-    sac/."""
+def test_plot_gives_a_set_of_three_algorithms_a_report_each(tmp_path):
+    """A gpu preset's set holds PPO's, SAC's and TD3's records: PPO's report is the one its records alone make, SAC's
+    goes to sac/ and TD3's to td3/, each of its own records alone."""
     import plot
 
-    ppo, both = tmp_path / "ppo", tmp_path / "both"
+    ppo, mixed_set = tmp_path / "ppo", tmp_path / "mixed_set"
     shutil.copytree(ROOT / "results/speed/craftax-sync/records", ppo)
-    shutil.copytree(ppo, both)
+    shutil.copytree(ppo, mixed_set)
     cpu = json.loads(next(ppo.rglob("*.json")).read_text())["cpu"]
-    for path in sorted((ROOT / "results/speed/sac-cpu/records/overall").glob("*__s__n0016__u1__seed[123].json")):
-        record = json.loads(path.read_text()) | {"cpu": cpu}  # timed on the PPO records' machine, as one set's are
-        (both / "overall").mkdir(exist_ok=True)
-        (both / "overall" / path.name).write_text(json.dumps(record))
+    for algorithm in ("sac", "td3"):
+        directory = ROOT / f"results/speed/{algorithm}-cpu/records/overall"
+        for path in sorted(directory.glob("*__s__n0016__u1__seed[123].json")):
+            record = json.loads(path.read_text()) | {"cpu": cpu}  # timed on the PPO records' machine, as one set's are
+            (mixed_set / "overall").mkdir(exist_ok=True)
+            (mixed_set / "overall" / f"{algorithm}-{path.name}").write_text(json.dumps(record))
     assert plot.main([str(ppo), "--out", str(tmp_path / "alone")]) == 0
-    assert plot.main([str(both), "--out", str(tmp_path / "mixed")]) == 0
+    assert plot.main([str(mixed_set), "--out", str(tmp_path / "mixed")]) == 0
     alone, mixed = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("alone", "mixed"))
-    assert json.dumps(alone).replace(str(ppo), "DIR") == json.dumps(mixed).replace(str(both), "DIR")
-    sac = (tmp_path / "mixed" / "sac" / "summary.md").read_text()
-    assert "Pendulum-v1, s (64x64), 16 envs, UTD 1 (3 blocks; " in sac and "Pendulum" not in json.dumps(mixed)
+    assert json.dumps(alone).replace(str(ppo), "DIR") == json.dumps(mixed).replace(str(mixed_set), "DIR")
+    for algorithm, title in (("sac", "# SAC: "), ("td3", "# TD3: ")):
+        text = (tmp_path / "mixed" / algorithm / "summary.md").read_text()
+        assert text.startswith(title) and "Pendulum-v1, s (64x64), 16 envs, UTD 1 (3 blocks; " in text
+        assert "Pendulum" not in json.dumps(mixed)
 
 
 def sac_sweep(directory, *flags, steady=None, preset="sac", torch=2.0, **changes):

@@ -1,0 +1,207 @@
+"""The DQN scripts, dqn_*.py: each refuses bad input in one line; from Linen's parameters, on the same batches, NNX's,
+Equinox's and torch's (eager and compiled) gradient steps agree with Linen's to float rounding, and the target network
+moves every target_network_frequency steps of the envs only, tau toward the Q network (with tau 1 a copy, exactly); a
+tiny run of each from its command line writes a record of its work that compiles nothing after iteration 0."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from benchback.cli import main
+from conftest import ROOT, in_background
+from conftest import load as load_script
+from test_sac import linen_to_torch
+from test_sac_jax import load_linen
+
+VARIANTS = ("jax_linen", "jax_nnx", "jax_equinox", "torch", "torch_compile")
+TINY = ["--no-cuda", "--no-tensorboard", "--quiet", "--total-timesteps", "500", "--learning-starts", "100"]
+TINY += ["--num-envs", "2", "--steps-per-iteration", "40", "--train-frequency", "10", "--target-network-frequency", "20"]
+TINY += ["--buffer-size", "128", "--batch-size", "32", "--hidden", "32,32"]
+OBS_DIM, NUM_ACTIONS, HIDDEN, N = 4, 3, (32, 32), 64
+SAME = dict(hidden="32,32", train_frequency=10, target_network_frequency=20)  # the target moves every second step
+
+
+def load(name: str):
+    """dqn_{name}.py imported as a module, once per test process (conftest.load)."""
+    return load_script(f"dqn_{name}", f"dqn_{name}.py")
+
+
+def tiny_run(directory, name: str):
+    """The script's process on TINY, and its record (None without one): run beside the other tests."""
+    command = [sys.executable, str(ROOT / f"dqn_{name}.py"), *TINY, "--json-out", "run.json"]
+    proc = subprocess.run(command, cwd=directory, capture_output=True, text=True, timeout=600)
+    return proc, json.loads((directory / "run.json").read_text()) if (directory / "run.json").exists() else None
+
+
+# Linen's and eager torch's by default; NNX's, Equinox's and torch.compile's (compiling: about 40 s) under the slow marker
+@pytest.mark.parametrize(
+    "name", [n if n in ("jax_linen", "torch") else pytest.param(n, marks=pytest.mark.slow) for n in VARIANTS]
+)
+@in_background(tiny_run)
+def test_a_run_from_the_command_line_writes_a_record_of_its_work(name, background):
+    proc, record = background
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (record["variant"], record["algorithm"], record["status"]) == (name, "dqn", "ok")
+    # 50 random steps of 2 envs; 5 iterations of 2 envs x 40 steps, a gradient step every 10 of them
+    assert record["random_steps"] == 100 and record["env_steps"] == 500 and record["grad_steps"] == 5 * 4
+    assert record["param_count"] == (4 * 32 + 32) + (32 * 32 + 32) + (32 * 2 + 2)  # the target is not trained
+    assert record["compiles_after_first_iteration"] == 0
+    assert sum(record["episodes"]) > 0 and record["random_episodes"] > 0  # CartPole's random episodes are short
+
+
+BAD = [
+    (["--train-frequency", "0"], "--train-frequency must be positive"),
+    (["--steps-per-iteration", "45"], "--steps-per-iteration 45 is not a multiple of --train-frequency 10"),
+    (["--target-network-frequency", "25"], "--target-network-frequency 25 is not a multiple of --train-frequency 10"),
+    (["--start-e", "1.5"], "--start-e must be between 0 and 1"),
+    (["--exploration-fraction", "0"], "--exploration-fraction must be positive"),
+    (["--env-id", "Pendulum-v1"], "DQN needs discrete actions; --env-id Pendulum-v1 has continuous ones"),
+]
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+@pytest.mark.parametrize("bad, said", BAD, ids=lambda x: " ".join(x) if isinstance(x, list) else "")
+def test_bad_input_is_one_line_and_exit_2_and_writes_nothing(name, bad, said, tmp_path, capsys, monkeypatch):
+    module = load(name)
+    monkeypatch.chdir(tmp_path)
+    assert main(module.Args, module.train, [*TINY, "--json-out", "run.json", *bad]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and said in err[0], err
+    assert list(tmp_path.iterdir()) == []  # no record, no TensorBoard run
+
+
+def batches(rounds: int = 3) -> list:
+    """Per round a batch (obs, action, reward, next_obs, terminated) of N rows."""
+    rng = np.random.default_rng(5)
+    made = []
+    for _ in range(rounds):
+        obs, next_obs = rng.normal(size=(2, N, OBS_DIM)).astype(np.float32)
+        action = rng.integers(0, NUM_ACTIONS, size=N)
+        reward, terminated = rng.normal(size=N).astype(np.float32), (rng.uniform(size=N) < 0.1).astype(np.float32)
+        made.append((obs, action, reward, next_obs, terminated))
+    return made
+
+
+def linen_start():
+    """dqn_jax_linen.py's QNetwork and its initial parameters."""
+    import jax
+
+    module = load("jax_linen")
+    network = module.QNetwork(HIDDEN, NUM_ACTIONS)
+    return network, network.init(jax.random.key(0), np.zeros((1, OBS_DIM), np.float32))
+
+
+def steps_of(name: str, params: dict):
+    """A function that takes one gradient step on a batch, from Linen's parameters, as the script's train takes it, and
+    returns (its info, the Q network's parameters, the target's) as Linen's (kernel (in, out), bias) pairs."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    module = load(name)
+    args = module.Args(**SAME)
+    if name.startswith("torch"):
+        import copy
+
+        import torch
+
+        q_network = module.QNetwork(OBS_DIM, HIDDEN, NUM_ACTIONS)
+        linen_to_torch(params["params"], q_network)
+        target_network = copy.deepcopy(q_network)
+        if name == "torch":
+            optimizer = torch.optim.Adam(q_network.parameters(), lr=args.learning_rate, fused=True)
+            step = lambda batch, k: module.update(q_network, target_network, optimizer, batch, k, args)
+        else:
+            lr = torch.tensor(args.learning_rate)
+            optimizer = torch.optim.Adam(q_network.parameters(), lr=lr, foreach=True, capturable=True)
+            q_step = torch.compile(lambda batch: module.update_q(q_network, target_network, optimizer, batch, args))
+            target_step = torch.compile(lambda: module.move_target(q_network, target_network, args))
+            step = lambda batch, k: module.update(q_step, target_step, batch, k, args)
+        pairs = lambda net: [
+            (m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy())
+            for m in net.modules()
+            if isinstance(m, torch.nn.Linear)
+        ]
+        count = [0]
+
+        def torch_step(batch):
+            obs, action, reward, next_obs, terminated = map(torch.tensor, batch)
+            count[0] += 1
+            info = step(module.Transitions(obs, action.long(), reward, next_obs, terminated), count[0])
+            return {k: float(v) for k, v in info.items()}, pairs(q_network), pairs(target_network)
+
+        return torch_step
+    adam = optax.adam(args.learning_rate)
+    as_batch = lambda batch: module.Transitions(*(jnp.asarray(x) for x in batch))
+    if name == "jax_linen":
+        from flax.training.train_state import TrainState
+
+        network, _ = linen_start()
+        state = [module.Learner(TrainState.create(apply_fn=network.apply, params=params, tx=adam), params)]
+        update = jax.jit(lambda learner, batch: module.update(learner, batch, args))
+        dense = lambda p: [(np.asarray(p[f"Dense_{i}"]["kernel"]), np.asarray(p[f"Dense_{i}"]["bias"])) for i in range(3)]
+
+        def linen_step(batch):
+            state[0], info = update(state[0], as_batch(batch))
+            return (
+                {k: float(v) for k, v in info.items()},
+                dense(state[0].q.params["params"]),
+                dense(state[0].target_params["params"]),
+            )
+
+        return linen_step
+    if name == "jax_nnx":
+        from flax import nnx
+
+        network = load_linen(name, module.QNetwork(OBS_DIM, HIDDEN, NUM_ACTIONS, rngs=nnx.Rngs(0)), params["params"])
+        learner = module.Learner(module.TrainState(network, adam), nnx.clone(network))
+        update = nnx.cached_partial(nnx.jit(lambda learner, batch: module.update(learner, batch, args)[1]), learner)
+        pairs = lambda net: [(np.asarray(layer.kernel[...]), np.asarray(layer.bias[...])) for layer in net.layers]
+
+        def nnx_step(batch):
+            info = update(as_batch(batch))  # the learner moves in place
+            return {k: float(v) for k, v in info.items()}, pairs(learner.q.params), pairs(learner.target_params)
+
+        return nnx_step
+    import equinox as eqx
+
+    network = load_linen(name, module.QNetwork(OBS_DIM, HIDDEN, NUM_ACTIONS, jax.random.key(0)), params["params"])
+    state = [module.Learner(module.TrainState.create(network, adam), jax.tree.map(jnp.copy, network))]
+    update = eqx.filter_jit(lambda learner, batch: module.update(learner, batch, args))
+    pairs = lambda net: [(np.asarray(layer.weight).T, np.asarray(layer.bias)) for layer in net.layers]
+
+    def equinox_step(batch):
+        state[0], info = update(state[0], as_batch(batch))
+        return {k: float(v) for k, v in info.items()}, pairs(state[0].q.params), pairs(state[0].target_params)
+
+    return equinox_step
+
+
+# Linen's own steps by default beside eager torch's (about 2 s); the other ports' under the slow marker
+@pytest.mark.parametrize("name", [n if n == "torch" else pytest.param(n, marks=pytest.mark.slow) for n in VARIANTS])
+def test_from_linens_start_the_gradient_steps_and_the_targets_move_agree_with_linens(name):
+    """Three gradient steps on the same batches: the same losses and Q networks as Linen's, to float rounding; the
+    target unchanged after the first and third, and after the second (target_network_frequency 20 = 2 steps of
+    train_frequency 10) exactly the Q network's parameters, in every framework (CleanRL's tau * param + (1 - tau) *
+    target, tau 1)."""
+    _, params = linen_start()
+    reference, port = steps_of("jax_linen", params), steps_of(name, params)
+    start = [(np.asarray(p["kernel"]), np.asarray(p["bias"])) for p in params["params"].values()]
+    previous_target = start
+    for k, batch in enumerate(batches(), start=1):
+        (want_info, want_q, want_target), (info, q, target) = reference(batch), port(batch)
+        for key in ("td_loss", "q_values"):
+            assert info[key] == pytest.approx(want_info[key], rel=1e-5, abs=1e-6), key
+        for (kernel, bias), (want_kernel, want_bias) in zip(q, want_q):
+            np.testing.assert_allclose(kernel, want_kernel, rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(bias, want_bias, rtol=1e-5, atol=1e-6)
+        for got, expected in zip(target, q if k == 2 else previous_target):  # a copy, or untouched: exactly
+            np.testing.assert_array_equal(got[0], expected[0])
+            np.testing.assert_array_equal(got[1], expected[1])
+        for got, expected in zip(target, want_target):
+            np.testing.assert_allclose(got[0], expected[0], rtol=1e-5, atol=1e-6)
+        assert not all(np.array_equal(a[0], b[0]) for a, b in zip(q, start))  # the Q network moved
+        previous_target = target
