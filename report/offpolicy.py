@@ -1,8 +1,9 @@
-"""SAC's answer, from the records of the sac and sac-learn presets: each variant's steady iteration over jax_linen's in
+"""The off-policy answer (SAC's, TD3's, DQN's), from the records of their presets (sac and sac-learn, ...): each variant's steady iteration over jax_linen's in
 every cell (environment, size, number of envs, update-to-data ratio), computed as PPO's answer is (report.timing: a
-ratio per block of runs made back to back, the geometric mean over the blocks, its bootstrap interval); and on
-Pendulum-v1 the learning (report.learning: rliable's IQM and probability of improvement over jax_linen, the seconds to
-a return of -200), the compilation seconds and the peak memory of the learn runs, which compile from cold.
+ratio per block of runs made back to back, the geometric mean over the blocks, its bootstrap interval); and on the
+algorithm's learn environment (Pendulum-v1; DQN's CartPole-v1) the learning (report.learning: rliable's IQM and
+probability of improvement over jax_linen, the seconds to the environment's highest bar, -200 or 475), the compilation
+seconds and the peak memory of the learn runs, which compile from cold.
 
     python plot.py benchmark_out/sac          # summary.md and summary.json of one SAC sweep (plot.py calls this)
     python -m report.front --readme README.md # ... and README's off-policy table, from its sets in results/
@@ -15,11 +16,21 @@ from report.records import VARIANTS, final_return, group_by, ordered, warm
 from report.tables import table
 from report.timing import REFERENCE, compare, median_with_interval
 
-LEARN_ENV = "Pendulum-v1"
-TARGET = -200.0  # the return whose seconds the table gives (report.learning's second Pendulum-v1 threshold)
+ALGORITHMS = {"sac": "SAC", "td3": "TD3", "dqn": "DQN"}  # the off-policy records' `algorithm`, and its name in a report
+# Each algorithm's learn environment, whose learning table the report gives; the seconds to its highest bar
+# (report.learning.THRESHOLDS: Pendulum-v1's -200, CartPole-v1's 475)
+LEARN_ENVS = {"sac": "Pendulum-v1", "td3": "Pendulum-v1", "dqn": "CartPole-v1"}
+LEARN_ENV = LEARN_ENVS["sac"]
 
 
-ALGORITHMS = {"sac": "SAC", "td3": "TD3"}  # the off-policy records' `algorithm`, and its name in a report
+def learn_env(runs) -> str:
+    """The learn environment of the runs' algorithm (the first one's, where they hold several)."""
+    return next((LEARN_ENVS[r.record["algorithm"]] for r in runs if r.record.get("algorithm") in LEARN_ENVS), LEARN_ENV)
+
+
+def target(env: str) -> float:
+    """The return whose seconds the learning table gives: the environment's highest bar."""
+    return learning.THRESHOLDS[env][-1]
 
 
 def is_offpolicy(run) -> bool:
@@ -32,14 +43,16 @@ def algorithm_name(runs) -> str:
 
 
 def cell_of(run) -> tuple:
-    """(env, size, num_envs, updates_per_step, full_buffer): what a ratio's blocks share beside their seed."""
+    """(env, size, num_envs, update-to-data ratio, full_buffer): what a ratio's blocks share beside their seed. DQN's
+    ratio is one gradient step every train_frequency steps: 1 / train_frequency."""
     args = run.record["args"]
-    return run.env, run.size, run.num_envs, int(args["updates_per_step"]), bool(args.get("full_buffer", False))
+    utd = int(args["updates_per_step"]) if "updates_per_step" in args else 1 / int(args["train_frequency"])
+    return run.env, run.size, run.num_envs, utd, bool(args.get("full_buffer", False))
 
 
 def cell_name(cell: tuple, hidden) -> str:
     env, size, num_envs, utd, full = cell
-    what = "steps alone (UTD 0)" if utd == 0 else f"UTD {utd}"
+    what = "steps alone (UTD 0)" if utd == 0 else f"UTD {utd:g}"
     return (
         f"{env}, {size} ({'x'.join(map(str, hidden))}), {num_envs} env{'s' * (num_envs > 1)}, {what}" + ", full buffer" * full
     )
@@ -76,9 +89,9 @@ def timing(runs) -> list:
     """Per cell and variant: its steady iteration over jax_linen's (a compare() row; none in a cell without
     jax_linen's runs), the median steady seconds and the env and gradient steps a second they make."""
     check_settings(runs)
-    rows = []
+    rows, first = [], learn_env(runs)
     cells = group_by([r for r in runs if r.experiment == "overall"], cell_of)
-    for cell in sorted(cells, key=lambda c: (c[0] != LEARN_ENV, c[0], c[1] != "c", c[2], c[3] == 0, c[3], c[4])):
+    for cell in sorted(cells, key=lambda c: (c[0] != first, c[0], c[1] != "c", c[2], c[3] == 0, c[3], c[4])):
         pool = cells[cell]
         for variant in ordered({r.variant for r in pool}, VARIANTS):
             own = [r for r in pool if r.variant == variant]
@@ -143,12 +156,14 @@ def split(runs) -> list:
 
 
 def learned(runs) -> dict:
-    """The learn runs on Pendulum-v1: report.learning's section, with per variant the median compilation seconds
-    (iteration 0 less the steady iteration, of runs that compiled from cold) and the median peak resident memory."""
-    runs = [r for r in runs if r.experiment == "learn" and r.env == LEARN_ENV]
+    """The learn runs on the algorithm's learn environment (LEARN_ENVS): report.learning's section, with per variant
+    the median compilation seconds (iteration 0 less the steady iteration, of runs that compiled from cold) and the
+    median peak resident memory."""
+    env = learn_env(runs)
+    runs = [r for r in runs if r.experiment == "learn" and r.env == env]
     if not runs:
         return {}
-    section = learning.learn(LEARN_ENV, runs)
+    section = learning.learn(env, runs)
     extra = {}
     for variant, group in group_by(runs, lambda r: r.variant).items():
         cold = [r.record["iteration_durations"][0] - r.steady for r in group if not warm(r.record)]
@@ -166,10 +181,10 @@ def environments(runs) -> list:
     each run's final return less its random steps' (the mean return of the episodes that ended among them: random
     actions'), each with its stratified-bootstrap interval. It is above random actions where the second interval lies
     above 0."""
-    rows = []
+    rows, first = [], learn_env(runs)
     learn = group_by([r for r in runs if r.experiment == "learn"], lambda r: (r.env, r.variant))
     iqm = lambda s: np.array([learning.iqm_over_runs(s[:, 0])])
-    for env, variant in sorted(learn, key=lambda k: (k[0] != LEARN_ENV, k[0], VARIANTS.index(k[1]))):
+    for env, variant in sorted(learn, key=lambda k: (k[0] != first, k[0], VARIANTS.index(k[1]))):
         group = [r for r in learn[env, variant] if final_return(r.record) is not None]
         if not group:
             continue
@@ -297,14 +312,15 @@ def split_markdown(rows: list) -> list:
 def learning_markdown(section: dict) -> list:
     if not section:
         return []
-    reach = {r["variant"]: r for r in section["reach"] if r["threshold"] == TARGET}
+    bar = target(section["env"])
+    reach = {r["variant"]: r for r in section["reach"] if r["threshold"] == bar}
     head = [
         "variant",
         "seeds",
         "IQM final return [95% CI]",
         "P(improvement) over jax_linen [95% CI]",
-        f"runs reaching {TARGET:g}",
-        f"seconds to {TARGET:g} (IQM)",
+        f"runs reaching {bar:g}",
+        f"seconds to {bar:g} (IQM)",
         "compile s",
         "peak memory MB",
     ]
@@ -385,10 +401,10 @@ def markdown(s: dict, learning: bool = True) -> str:
         lines += learning_markdown(s["learning"])
         lines += [
             "",
-            f"Learning: {LEARN_ENV}, final return (the mean return of the episodes that ended in the last tenth of the"
+            f"Learning: {s['learning']['env']}, final return (the mean return of the episodes that ended in the last tenth of the"
             " iterations, at least one: docs/record.md), rliable's"
             " IQM and probability of improvement with stratified-bootstrap intervals; seconds to a return of"
-            f" {TARGET:g}: from the start of train(), setup, random steps and compilation included, over the runs"
+            f" {target(s['learning']['env']):g}: from the start of train(), setup, random steps and compilation included, over the runs"
             " that reach it; compile s: iteration 0 less the steady iteration (cold caches); memory: the"
             " process's peak resident set.",
             "",

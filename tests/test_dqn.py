@@ -205,3 +205,47 @@ def test_from_linens_start_the_gradient_steps_and_the_targets_move_agree_with_li
             np.testing.assert_allclose(got[0], expected[0], rtol=1e-5, atol=1e-6)
         assert not all(np.array_equal(a[0], b[0]) for a, b in zip(q, start))  # the Q network moved
         previous_target = target
+
+
+def test_the_off_policy_report_reads_dqns_records_as_one_gradient_step_every_train_frequency_steps(tmp_path):
+    """DQN's records have no --updates-per-step: their cell's update-to-data ratio is 1 / train_frequency, its gradient
+    steps a second a tenth of its env steps', and its learn environment CartPole-v1, whose bar is 475."""
+    from fixtures.script_args import parsed_args
+    from report import offpolicy
+    from report.records import load_runs
+
+    for seed in (1, 2, 3):
+        for variant, steady in (("jax_linen", 0.5), ("torch", 1.5)):
+            argv = ["--seed", str(seed), "--hidden", "64,64", "--total-timesteps", "15000", "--steps-per-iteration", "500"]
+            args = parsed_args(ROOT / f"dqn_{variant}.py", argv)
+            n = 10
+            record = {
+                "schema_version": 2,
+                "status": "ok",
+                "algorithm": "dqn",
+                "variant": variant,
+                "env_id": args["env_id"],
+                "hidden": [64, 64],
+                "seed": seed,
+                "args": args,
+                "device": "cpu",
+                "cpu": {"model": "test CPU"},
+                "versions": {"python": "3.11"},
+                "sync_timing": False,
+                "env_steps": args["total_timesteps"],
+                "setup_duration": 1.0,
+                "iteration_durations": [5.0] + [steady] * (n - 1),
+                "total_duration": 5.0 + steady * (n - 1),
+                "compiles_after_first_iteration": 0,
+                "episodic_return": [None] * n,
+                "final_return": None,
+                "peak_host_memory_mb": 500.0,
+            }
+            (tmp_path / "overall").mkdir(exist_ok=True)
+            (tmp_path / "overall" / f"{variant}__CartPole-v1__s__seed{seed}.json").write_text(json.dumps(record))
+    runs, failures = load_runs(tmp_path)
+    assert not failures and offpolicy.learn_env(runs) == "CartPole-v1" and offpolicy.target("CartPole-v1") == 475
+    rows = {r["variant"]: r for r in offpolicy.summary(runs, learning=False)["timing"]}
+    assert rows["jax_linen"]["cell"] == "CartPole-v1, s (64x64), 1 env, UTD 0.1"
+    assert rows["jax_linen"]["env_steps_per_second"] == pytest.approx(1000) and rows["torch"]["ratio"] == pytest.approx(3)
+    assert rows["jax_linen"]["grad_steps_per_second"] == pytest.approx(100)
