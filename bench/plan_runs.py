@@ -124,10 +124,12 @@ def make_plan(p: dict, variants: list) -> list:
 
 
 def sac_plan(p: dict, variants: list) -> list:
-    """The SAC (and TD3) presets' runs, as make_plan orders PPO's: the seed outermost, a block of every variant per cell and
-    seed, the variants rotated by seed (and the torch script's stacks where a cell says so). overall: the preset's cells
-    narrowed by --envs and --sizes, named VARIANT__ENV__SIZE__nNUM_ENVS__uUPDATES_PER_STEP__seedSEED; learn: the
-    preset's learn_flags (or SAC_LEARN_FLAGS) on each learn env at size s."""
+    """The off-policy presets' runs (SAC's, TD3's, DQN's), as make_plan orders PPO's: the seed outermost, a block of
+    every variant per cell and seed, the variants rotated by seed (and the torch script's stacks where a cell says
+    so). overall: the preset's cells narrowed by --envs and --sizes, named
+    VARIANT__ENV__SIZE__nNUM_ENVS__uUPDATES_PER_STEP__seedSEED (DQN's without __u and --updates-per-step: its scripts
+    take a gradient step every train_frequency steps); learn: the preset's learn_flags (or SAC_LEARN_FLAGS) on each
+    learn env at its learn_size."""
     by_name, runs = {v.name: v for v in variants}, []
     stacks = [v for v in variants if v.stack and v.setting_of in p["variants"] and not v.gpu_only]
     # beside their scripts in every block, where the preset says so: the GPU-only settings made by flags (CUDA graphs)
@@ -158,15 +160,17 @@ def sac_plan(p: dict, variants: list) -> list:
                 if env not in p["envs"] or size not in p["sizes"] or seed > (repeats or p["repeats"]):
                     continue
                 random_steps = -(-SAC_LEARNING_STARTS // num_envs) * num_envs  # as the scripts round it
-                flags = ["--num-envs", num_envs, "--updates-per-step", utd, "--steps-per-iteration", steps]
+                flags = ["--num-envs", num_envs, *(["--updates-per-step", utd] if utd is not None else [])]
+                flags += ["--steps-per-iteration", steps]
                 flags += ["--learning-starts", SAC_LEARNING_STARTS]
                 flags += ["--total-timesteps", random_steps + num_envs * steps * p["iterations"]]
                 flags += ["--full-buffer"] if full else []
                 names = [*p["variants"], *beside, *(v.name for v in stacks if v.name.split("+", 1)[1] in stacked)]
-                block("overall", env, size, seed, f"__n{num_envs:04d}__u{utd}{'__full' * full}", flags, names)
+                tag = f"__n{num_envs:04d}" + (f"__u{utd}" if utd is not None else "") + "__full" * full  # DQN's: no u
+                block("overall", env, size, seed, tag, flags, names)
         if "learn" in p["experiments"]:
             for env in p["learn_envs"]:
-                block("learn", env, "s", seed, "", p["learn_flags"] or SAC_LEARN_FLAGS)
+                block("learn", env, p["learn_size"], seed, "", p["learn_flags"] or SAC_LEARN_FLAGS)
     return runs
 
 

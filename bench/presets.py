@@ -2,7 +2,7 @@
 narrows the grid to save time. bench/plan.py applies the command line's options to one and makes its plan."""
 
 # The model sizes: the hidden layers of actor and critic (run_costs.py and plot.py name a record's size from here).
-SIZES = {"s": (64, 64), "m": (256,) * 3, "l": (1024,) * 6, "c": (256, 256)}  # c: CleanRL's SAC network
+SIZES = {"s": (64, 64), "m": (256,) * 3, "l": (1024,) * 6, "c": (256, 256), "d": (120, 84)}  # c, d: CleanRL's SAC, DQN
 HIDDEN = {size: ",".join(map(str, layers)) for size, layers in SIZES.items()}  # as --hidden takes them
 STUDY_ENVS = [
     "CartPole-v1",
@@ -96,8 +96,9 @@ FULL = {
     "groups": None,
     "part_minutes": None,
     "learn_flags": None,  # a SAC preset's learn runs' flags (None: SAC_LEARN_FLAGS); PPO's run each script's defaults
+    "learn_size": "s",  # an off-policy preset's learn runs' size
     "offpolicy_presets": (),  # off-policy presets whose runs a PPO preset's plan holds too, each a group (the gpu preset's)
-    "algorithm": "ppo",  # the scripts it runs: ppo_*.py, or sac_*.py, td3_*.py (bench/variants.py)
+    "algorithm": "ppo",  # the scripts it runs: ppo_*.py, or sac_*.py, td3_*.py, dqn_*.py (bench/variants.py)
     "cells": None,  # an off-policy preset's timed cells (None: SAC_CELLS)
 }
 # The sac preset's cells, in the order they run within a block of seeds: (env, size, num_envs, updates_per_step,
@@ -120,6 +121,9 @@ SAC_CELLS = [
 # the torch scripts' own Pendulum-v1 beside them in the first. The steps-only, full-buffer and MountainCarContinuous-v0
 # cells answer SAC's questions (where the time goes, a full buffer), which TD3's same loop would answer alike.
 TD3_CELLS = [cell for cell in SAC_CELLS if cell[0] == "Pendulum-v1" and cell[3] > 0 and not cell[7]]
+# DQN's cells: CleanRL's network (d) and its one gradient step every train_frequency = 10 steps (the scripts' own: no
+# updates_per_step, None), at CleanRL's one env and at 16, on CartPole-v1 and on gymnax's gridworld with doorways.
+DQN_CELLS = [(env, "d", n, None, 500, None, (), False) for env in ("CartPole-v1", "FourRooms-misc") for n in (1, 16)]
 
 PRESETS = {
     # A smoke test of the sweep and of every figure: a tiny iteration, so process start-up and compilation
@@ -319,6 +323,28 @@ PRESETS = {
         "learn_envs": ["Pendulum-v1"],
         "repeats": 10,
         "timeout": 1800,
+    },
+    # DQN (dqn_*.py): DQN_CELLS with the sac preset's settings, 10 blocks.
+    "dqn": {
+        "algorithm": "dqn",
+        "experiments": ["overall"],
+        "cells": DQN_CELLS,
+        "envs": ["CartPole-v1", "FourRooms-misc"],
+        "sizes": ["d"],
+        "repeats": 10,
+        "iterations": 11,
+        "timeout": 900,
+    },
+    # Every DQN variant learns CartPole-v1 and FourRooms-misc with CleanRL's dqn.py settings (its network, 500000
+    # steps of which 10000 random), seeds 1-10.
+    "dqn-learn": {
+        "algorithm": "dqn",
+        "experiments": ["learn"],
+        "learn_envs": ["CartPole-v1", "FourRooms-misc"],
+        "learn_flags": ["--total-timesteps", 500000, "--learning-starts", 10000],
+        "learn_size": "d",
+        "repeats": 10,
+        "timeout": 3600,
     },
     # Which of gymnax's other continuous environments TD3 learns, every variant, as sac-envs': size s, 50000 steps of
     # which 5000 random (SAC's; CleanRL's TD3 waits 25000, half such a run), seeds 1-5. PointRobot-misc, a meta-RL task

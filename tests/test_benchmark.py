@@ -988,7 +988,7 @@ def test_a_hangup_or_a_second_ctrl_c_ends_the_sweep_with_its_summary_and_leaves_
         (["--out", ""], "--out needs a value; got an empty one"),
         (["--out", "--list"], "--out needs a value; got the option --list"),
         (["--variants", "--dry-run"], "--variants needs a value; got the option --dry-run"),
-        (["--sizes", "x"], "--sizes: unknown value 'x'; valid: s m l c"),
+        (["--sizes", "x"], "--sizes: unknown value 'x'; valid: s m l c d"),
         (["--experiments", "overall,"], None),  # a trailing comma ends the list, as bash reads it
     ],
 )

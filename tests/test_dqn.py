@@ -249,3 +249,33 @@ def test_the_off_policy_report_reads_dqns_records_as_one_gradient_step_every_tra
     assert rows["jax_linen"]["cell"] == "CartPole-v1, s (64x64), 1 env, UTD 0.1"
     assert rows["jax_linen"]["env_steps_per_second"] == pytest.approx(1000) and rows["torch"]["ratio"] == pytest.approx(3)
     assert rows["jax_linen"]["grad_steps_per_second"] == pytest.approx(100)
+
+
+def test_the_dqn_presets_run_every_variant_at_cleanrls_network_in_whole_iterations():
+    """dqn: every variant in every block of each cell (CartPole-v1 and FourRooms-misc, 1 env and 16), at CleanRL's
+    120-84 network, each run whole iterations of whole groups of train_frequency steps; dqn-learn: CleanRL's run on
+    both environments, 10 seeds a variant."""
+    from collections import defaultdict
+
+    from bench.plan import load as load_plan
+    from bench.plan_runs import block_of
+    from fixtures.script_args import parsed_args
+    from test_resume import command
+
+    timed = load_plan(["--preset", "dqn", "--out", "/nonexistent/out"])
+    blocks = defaultdict(set)
+    for run in timed.runs:
+        blocks[block_of(run)].add(run.variant)
+        args = parsed_args(ROOT / run.script, command(run))
+        random_steps = -(-args["learning_starts"] // args["num_envs"])
+        iterations = (args["total_timesteps"] - random_steps * args["num_envs"]) / (
+            args["num_envs"] * args["steps_per_iteration"]
+        )
+        assert iterations == 11 and args["steps_per_iteration"] % args["train_frequency"] == 0, run.name
+        assert args["hidden"] == "120,84" and run.name.endswith(f"__n{args['num_envs']:04d}__seed{run.seed}")
+    assert len(blocks) == 2 * 2 * 10 and all(variants == set(VARIANTS) for variants in blocks.values())
+    learn = load_plan(["--preset", "dqn-learn", "--out", "/nonexistent/out"]).runs
+    assert len(learn) == 5 * 2 * 10 and {r.env for r in learn} == {"CartPole-v1", "FourRooms-misc"}
+    for run in learn:
+        args = parsed_args(ROOT / run.script, command(run))
+        assert (args["total_timesteps"], args["learning_starts"], args["hidden"]) == (500000, 10000, "120,84")
