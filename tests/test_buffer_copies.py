@@ -1,4 +1,4 @@
-"""No JAX SAC or TD3 iteration copies its replay buffer (studies/buffer_copies.py reads XLA's optimized program); the count
+"""No JAX SAC, TD3 or DQN iteration copies its replay buffer (studies/buffer_copies.py reads XLA's optimized program); the count
 finds the copies of a program that makes them; the study refuses bad input before any work."""
 
 import subprocess
@@ -16,14 +16,20 @@ ROWS = 1_000_000  # the scripts' default: what XLA decides may depend on the siz
 COPYING = "ca9a9c4"  # the last commit whose Linen and Equinox iterations copied the buffer at CELL
 
 
-# SAC's Linen by default, the others (about 30 s each on 2 cores) under the slow marker; results/studies/sac-buffer holds all
-SCRIPTS = [f"{a}_{v}.py" for a in ALGORITHMS for v in VARIANTS]
-
-
-@pytest.mark.parametrize(
-    "script", [s if s == "sac_jax_linen.py" else pytest.param(s, marks=pytest.mark.slow) for s in SCRIPTS]
+# DQN's: CleanRL's network and buffer, one env, a gradient step every 10 steps (the scripts' own)
+DQN_CELL = dict(
+    env_id="CartPole-v1", hidden="120,84", num_envs=1, updates_per_step=None, steps_per_iteration=50, full_buffer=False
 )
-@in_background(lambda directory, script: buffer_copies.copies(ROOT / script, CELL, ROWS))
+CELLS = {"sac": (CELL, ROWS), "td3": (CELL, ROWS), "dqn": (DQN_CELL, 10_000)}
+
+# SAC's and DQN's Linen by default, the others (about 30 s each on 2 cores) under the slow marker; results/studies/sac-buffer
+# holds all
+SCRIPTS = [f"{a}_{v}.py" for a in ALGORITHMS for v in VARIANTS]
+BY_DEFAULT = ("sac_jax_linen.py", "dqn_jax_linen.py")
+
+
+@pytest.mark.parametrize("script", [s if s in BY_DEFAULT else pytest.param(s, marks=pytest.mark.slow) for s in SCRIPTS])
+@in_background(lambda directory, script: buffer_copies.copies(ROOT / script, *CELLS[script.split("_")[0]]))
 def test_no_jax_iteration_copies_its_buffer(script, background):
     assert background == []
 
@@ -45,6 +51,15 @@ def test_the_cells_are_every_sac_presets():
     assert {c["env_id"] for c in cells} >= {"Pendulum-v1", "MountainCarContinuous-v0", "Reacher-misc", "Swimmer-misc"}
     assert {c["updates_per_step"] for c in cells} >= {0, 1, 8} and {c["num_envs"] for c in cells} >= {1, 16}
     assert any(c["full_buffer"] for c in cells) and {c["hidden"] for c in cells} == {"64,64", "256,256"}
+    dqn = buffer_copies.preset_cells("dqn")
+    assert {c["env_id"] for c in dqn} == {"CartPole-v1", "FourRooms-misc"} and {c["num_envs"] for c in dqn} == {1, 16}
+    assert {c["hidden"] for c in dqn} == {"120,84"} and {c["updates_per_step"] for c in dqn} == {None}
+
+
+def test_the_count_finds_a_copy_of_any_element_type():
+    """DQN's buffer holds its actions as int32: a copy of that column counts as a float column's does."""
+    hlo = "  %copy.3 = s32[10000]{0} copy(s32[10000]{0} %p)\n  %copy.4 = f32[10000,4]{1,0} copy(f32[10000,4]{1,0} %q)\n"
+    assert buffer_copies.buffer_copies(hlo, 10_000) == ["s32[10000]", "f32[10000,4]"]
 
 
 @pytest.mark.parametrize(
