@@ -1,6 +1,6 @@
-"""The off-policy answer (SAC's, TD3's, DQN's), from the records of their presets (sac and sac-learn, ...): each variant's steady iteration over jax_linen's in
-every cell (environment, size, number of envs, update-to-data ratio), computed as PPO's answer is (report.timing: a
-ratio per block of runs made back to back, the geometric mean over the blocks, its bootstrap interval); and on the
+"""The off-policy answer (SAC's, TD3's, DQN's), from the records of their presets (sac and sac-learn, ...): each
+variant's steady iteration over jax_linen's in every cell (environment, size, number of envs, update-to-data
+ratio), computed as PPO's answer is (report.timing: a ratio per block of runs made back to back, the geometric mean over the blocks, its bootstrap interval); and on the
 algorithm's learn environment (Pendulum-v1; DQN's CartPole-v1) the learning (report.learning: rliable's IQM and
 probability of improvement over jax_linen, the seconds to the environment's highest bar, -200 or 475), the compilation
 seconds and the peak memory of the learn runs, which compile from cold.
@@ -20,12 +20,13 @@ ALGORITHMS = {"sac": "SAC", "td3": "TD3", "dqn": "DQN"}  # the off-policy record
 # Each algorithm's learn environment, whose learning table the report gives; the seconds to its highest bar
 # (report.learning.THRESHOLDS: Pendulum-v1's -200, CartPole-v1's 475)
 LEARN_ENVS = {"sac": "Pendulum-v1", "td3": "Pendulum-v1", "dqn": "CartPole-v1"}
-LEARN_ENV = LEARN_ENVS["sac"]
 
 
 def learn_env(runs) -> str:
     """The learn environment of the runs' algorithm (the first one's, where they hold several)."""
-    return next((LEARN_ENVS[r.record["algorithm"]] for r in runs if r.record.get("algorithm") in LEARN_ENVS), LEARN_ENV)
+    return next(
+        (LEARN_ENVS[r.record["algorithm"]] for r in runs if r.record.get("algorithm") in LEARN_ENVS), LEARN_ENVS["sac"]
+    )
 
 
 def target(env: str) -> float:
