@@ -73,9 +73,10 @@ class Args:
     steps_per_iteration: int = 1000
     """steps of the envs per timed iteration (each of num_envs envs steps this many times; a multiple of
     train_frequency), with their updates"""
-    env_backend: Literal["gymnax", "torch", "gymnasium"] = "gymnax"
+    env_backend: Literal["gymnax", "torch", "gymnasium", "gymnasium-async"] = "gymnax"
     """gymnax: JAX's, handed over by DLPack every step; torch: benchback/torch_ports.py, gymnax's dynamics in PyTorch;
-    gymnasium: its vector envs on the CPU. torch and gymnasium have CartPole-v1 and Acrobot-v1."""
+    gymnasium: its vector envs on the CPU (gymnasium-async: a process per env). torch and gymnasium have CartPole-v1 and
+    Acrobot-v1; gymnasium also FourRooms-misc (benchback/gridworld.py, in NumPy)."""
     matmul_precision: Literal["highest", "high"] = "highest"
     """float32 matmul precision: highest = float32 in every framework; high = TF32 on an NVIDIA GPU"""
     sync_debug: bool = False

@@ -77,9 +77,10 @@ class Args:
     """torch.compile mode, without CUDA graphs (--cuda-graphs adds them)"""
     cuda_graphs: bool = False
     """on a GPU, replay the greedy action, the update and the target's move as CUDA graphs, recorded in iteration 0"""
-    env_backend: Literal["gymnax", "torch", "gymnasium"] = "gymnax"
+    env_backend: Literal["gymnax", "torch", "gymnasium", "gymnasium-async"] = "gymnax"
     """gymnax: JAX's, handed over by DLPack every step; torch: benchback/torch_ports.py, gymnax's dynamics in PyTorch;
-    gymnasium: its vector envs on the CPU. torch and gymnasium have CartPole-v1 and Acrobot-v1."""
+    gymnasium: its vector envs on the CPU (gymnasium-async: a process per env). torch and gymnasium have CartPole-v1 and
+    Acrobot-v1; gymnasium also FourRooms-misc (benchback/gridworld.py, in NumPy)."""
     matmul_precision: Literal["highest", "high"] = "highest"
     """float32 matmul precision: highest = float32 in every framework; high = TF32 on an NVIDIA GPU"""
     sync_debug: bool = False
@@ -316,8 +317,8 @@ def check_args(args: Args):
         raise checks.UsageError(f"{has} sees a GPU but {lacks} does not: install both with CUDA or pass --no-cuda")
     if args.cuda_graphs and not gpu:
         raise checks.UsageError("--cuda-graphs needs an NVIDIA GPU that torch and jax both see: CUDA graphs replay GPU work")
-    if args.cuda_graphs and args.env_backend == "gymnasium":
-        raise checks.UsageError("--cuda-graphs cannot run with --env-backend gymnasium: its envs step on the host")
+    if args.cuda_graphs and args.env_backend.startswith("gymnasium"):
+        raise checks.UsageError(f"--cuda-graphs cannot run with --env-backend {args.env_backend}: its envs step on the host")
     if args.matmul_precision == "high" and not gpu:
         raise checks.UsageError(
             "--matmul-precision high (TF32) needs an NVIDIA GPU: on CPUs only highest is the same arithmetic"

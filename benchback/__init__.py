@@ -4,7 +4,8 @@ holds its algorithm and its framework's own timing; these hold what every script
     gymnax_envs     gymnax's environments as every script steps them in JAX: made by id, actions clipped, episodes counted
     torch_envs      the torch scripts' environments behind one interface: gymnax's handed over by DLPack, or the ports
     torch_ports     CartPole-v1, Acrobot-v1 and Pendulum-v1 ported to PyTorch with gymnax's dynamics
-    gymnasium_envs  Gymnasium's vector environments on the CPU behind the ports' interface
+    gymnasium_envs  Gymnasium's vector environments on the CPU behind the ports' interface, in turn or a process each
+    gridworld       gymnax's FourRooms-misc gridworld in NumPy, behind Gymnasium's interface
     craftax_gymnax  Craftax's symbolic environments behind gymnax's interface
     checks          the input checks: bad input is one line and exit code 2
     compiles        compilations and compiler caches, counted once a script calls count_compiles()

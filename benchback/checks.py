@@ -98,13 +98,14 @@ def check_ppo_args(args) -> tuple[int, ...]:
 
 
 def check_backend(args) -> None:
-    """An --env-backend other than gymnax has torch_ports.py's ids alone."""
+    """An --env-backend other than gymnax has torch_ports.py's ids alone, or gymnasium_envs.py's."""
     if getattr(args, "env_backend", "gymnax") == "gymnax":
         return
-    from benchback import torch_ports  # only when asked for: it imports torch
+    from benchback import gymnasium_envs, torch_ports  # only when asked for: they import torch
 
-    if args.env_id not in torch_ports.IDS:
-        raise UsageError(f"--env-backend {args.env_backend} has {', '.join(torch_ports.IDS)}, not --env-id {args.env_id}")
+    ids = torch_ports.IDS if args.env_backend == "torch" else gymnasium_envs.IDS
+    if args.env_id not in ids:
+        raise UsageError(f"--env-backend {args.env_backend} has {', '.join(ids)}, not --env-id {args.env_id}")
 
 
 def check_env_id(env_id: str) -> None:

@@ -123,7 +123,7 @@ class Log:
             self.writer.close()
         args, libraries = self.args, self.libraries
         libraries += ("craftax",) * args.env_id.startswith("Craftax")
-        libraries += ("gymnasium",) * (getattr(args, "env_backend", None) == "gymnasium")
+        libraries += ("gymnasium",) * (str(getattr(args, "env_backend", None)).startswith("gymnasium"))
         returns, episodes = (np.array(x, dtype=float) for x in zip(*self.finished))  # (iterations, seeds) each
         per_iteration = [[float(r / n) if n else None for r, n in zip(*seed)] for seed in zip(returns.T, episodes.T)]
         window = final_window(len(returns))

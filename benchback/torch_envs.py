@@ -1,6 +1,6 @@
 """The torch scripts' environments, behind one interface whatever steps them: gymnax's in JAX, handed over by DLPack
-(GymnaxEnvs, the default), or torch_ports.py's ports or Gymnasium's vector envs (PortEnvs, --env-backend torch or
-gymnasium).
+(GymnaxEnvs, the default), or torch_ports.py's ports or Gymnasium's vector envs (PortEnvs, --env-backend torch, or
+gymnasium and gymnasium-async).
 
     reset(seed) -> (state, obs)             obs a tensor; the state wherever the envs keep it
     step(state, action) -> (state, obs, EnvStep)
@@ -116,7 +116,8 @@ class PortEnvs:
     policy. The ports (and Gymnasium) clip a continuous action to its bounds themselves, as gymnax does."""
 
     def __init__(self, backend: str, env_id: str, num_envs: int, device: torch.device | str, seed: int, tally: bool):
-        make = torch_ports.make if backend == "torch" else lambda *a: gymnasium_envs.make(*a, seed)
+        asynchronous = backend == "gymnasium-async"
+        make = torch_ports.make if backend == "torch" else lambda *a: gymnasium_envs.make(*a, seed, asynchronous)
         self.envs, self.num_envs, self.device, self.tallies = make(env_id, num_envs, device), num_envs, device, tally
         env, env_params = gymnax_envs.make(env_id)  # the same dynamics: gymnax's action space
         self.space = env.action_space(env_params)
@@ -160,7 +161,8 @@ class PortEnvs:
 
 
 def make(backend: str, env_id: str, num_envs: int, device: torch.device, jax_device, seed: int, tally: bool = False):
-    """The environments on --env-backend: gymnax's (on jax_device), torch_ports.py's or Gymnasium's (on device)."""
+    """The environments on --env-backend: gymnax's (on jax_device), torch_ports.py's or Gymnasium's (on device; in a
+    process each with gymnasium-async)."""
     if backend == "gymnax":
         return GymnaxEnvs(env_id, num_envs, jax_device, tally)
     return PortEnvs(backend, env_id, num_envs, device, seed, tally)

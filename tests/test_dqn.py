@@ -279,3 +279,33 @@ def test_the_dqn_presets_run_every_variant_at_cleanrls_network_in_whole_iteratio
     for run in learn:
         args = parsed_args(ROOT / run.script, command(run))
         assert (args["total_timesteps"], args["learning_starts"], args["hidden"]) == (500000, 10000, "120,84")
+
+
+@pytest.mark.parametrize("name", ["torch", "torch_compile"])
+def test_the_ports_backend_refuses_the_gridworld_in_one_line(name, tmp_path, capsys, monkeypatch):
+    """FourRooms-misc is in Gymnasium's stack (benchback/gridworld.py), not among the torch ports."""
+    module = load(name)
+    monkeypatch.chdir(tmp_path)
+    argv = [*TINY, "--json-out", "run.json", "--env-id", "FourRooms-misc", "--env-backend", "torch"]
+    assert main(module.Args, module.train, argv) == 2
+    (err,) = capsys.readouterr().err.strip().splitlines()
+    assert "--env-backend torch has CartPole-v1, Acrobot-v1, Pendulum-v1, not --env-id FourRooms-misc" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_torchs_dqn_on_the_numpy_gridworld_does_the_gymnax_runs_work(tmp_path, monkeypatch):
+    """On Gymnasium's stack, in one process and a process per env: the env steps, gradient steps and network of the
+    run on gymnax's FourRooms-misc, nothing compiled after iteration 0, and a record naming the stack."""
+    module = load("torch")
+    monkeypatch.chdir(tmp_path)
+    records = {}
+    for backend in ("gymnax", "gymnasium", "gymnasium-async"):
+        argv = [*TINY, "--env-id", "FourRooms-misc", "--env-backend", backend, "--json-out", f"{backend}.json"]
+        assert main(module.Args, module.train, argv) == 0
+        records[backend] = json.loads((tmp_path / f"{backend}.json").read_text())
+    for backend in ("gymnasium", "gymnasium-async"):
+        record = records[backend]
+        assert record["env_backend"] == backend and "gymnasium" in record["versions"]
+        for key in ("env_steps", "grad_steps", "param_count", "random_steps"):
+            assert record[key] == records["gymnax"][key], key
+        assert record["compiles_after_first_iteration"] == 0
