@@ -267,6 +267,7 @@ TOOLING = {
     "stacks": [
         {"tag": "torchenv", "flags": "--env-backend torch", "color": "sienna"},
         {"tag": "gymnasium", "flags": "--env-backend gymnasium", "color": "rosybrown"},
+        {"tag": "gymnasium-async", "flags": "--env-backend gymnasium-async", "color": "peru"},
     ],
 }
 LIBRARIES = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy", "torch")  # the versions the record holds

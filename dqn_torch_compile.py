@@ -287,6 +287,7 @@ TOOLING = {
     "stacks": [
         {"tag": "torchenv", "flags": "--env-backend torch", "color": "deeppink"},
         {"tag": "gymnasium", "flags": "--env-backend gymnasium", "color": "plum"},
+        {"tag": "gymnasium-async", "flags": "--env-backend gymnasium-async", "color": "darkmagenta"},
     ],
 }
 LIBRARIES = ("jax", "jaxlib", "flax", "optax", "gymnax", "numpy", "torch")  # the versions the record holds

@@ -104,7 +104,8 @@ def publish(reports: dict, failures, directory: Path, out: Path) -> None:
             made = stage / target.relative_to(out)
             target.mkdir(parents=True, exist_ok=True)
             for path in target.glob("*.png"):  # a figure left from an earlier plot of other data would mislead
-                ours = path.name in FIGURES or path.name == offpolicy_figures.FIGURE or path.name.startswith("learn_")
+                ours = path.name in [*FIGURES, offpolicy_figures.FIGURE, offpolicy_figures.SCALING]
+                ours = ours or path.name.startswith("learn_")
                 if ours and not (made / path.name).exists():
                     path.unlink()
             for path in sorted(made.iterdir()):
@@ -121,6 +122,7 @@ def make_report(runs, failures, directory: Path, out: Path) -> None:
     if any(offpolicy.is_offpolicy(r) for r in runs):  # SAC's (TD3's) cells differ by more than PPO's report tells apart
         sac = offpolicy.summary(runs)
         offpolicy_figures.draw(sac, out)
+        offpolicy_figures.draw_scaling(sac, out)
         for env, config in offpolicy.learn_configs(runs).items():  # the return curves and final returns of each learn env
             learning_figures.learn(
                 learning.learn(env, [r for r in runs if r.experiment == "learn" and r.env == env]), out, config
@@ -130,6 +132,10 @@ def make_report(runs, failures, directory: Path, out: Path) -> None:
         figure = (
             f"![each variant's time over Linen's, per cell]({offpolicy_figures.FIGURE})\n\n"
             * (out / offpolicy_figures.FIGURE).exists()
+        )
+        figure += (
+            f"![each variant's env steps a second against the number of envs]({offpolicy_figures.SCALING})\n\n"
+            * (out / offpolicy_figures.SCALING).exists()
         )
         figure += "".join(
             f"![the return curves of the learn runs]({path.name})\n\n" for path in sorted(out.glob("learn_*.png"))

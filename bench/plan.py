@@ -27,7 +27,7 @@ from bench.outputs import out_problem
 from bench.plan_args import Refused, and_list, check_jobs, devices_and_jobs, parse, settings, visible_gpus
 from bench.plan_parts import parts_of
 from bench.plan_runs import Run, block_of, make_plan, ordered_by_groups, permits, seeds_of
-from bench.presets import COLD, EXPERIMENTS, PRESETS, STACK_ENVS, TIMED
+from bench.presets import COLD, EXPERIMENTS, GYMNASIUM_ENVS, PRESETS, STACK_ENVS, TIMED
 from bench.run_records import other_machine, read_status, record_host, record_status, write_failure
 from bench.variants import ROOT, VariantError, discover, modules, scripts
 
@@ -48,8 +48,10 @@ def impossible(runs: list, by_name: dict) -> str:
     """(by_name: {(script, variant): Variant}) A planned run its script would refuse (what a setting's flags cannot do with the run's), named, or ''."""
     for run in runs:
         v = by_name[run.script, run.variant]
-        if "--env-backend" in v.flags and run.env not in STACK_ENVS:  # torch_envs.py's and Gymnasium's environments
-            return f"{run.variant} runs on {and_list(STACK_ENVS)} only, not --envs {run.env}"
+        if "--env-backend" in v.flags:  # torch_ports.py's environments, or Gymnasium's
+            envs = STACK_ENVS if v.flags[v.flags.index("--env-backend") + 1] == "torch" else GYMNASIUM_ENVS
+            if run.env not in envs:
+                return f"{run.variant} runs on {and_list(envs)} only, not --envs {run.env}"
         if "--rollout" in v.flags and "--num-seeds" in str(run.flags).split():
             return f"{run.variant} steps its rollout from Python, one seed at a time: not in the seeds experiment"
     return ""

@@ -43,6 +43,9 @@ BOTH = ["CartPole-v1", "Breakout-MinAtar"]  # the cells beyond size s: a cheap e
 # The environments the stacks experiment runs, where the preset has them: benchback/torch_ports.py's IDS (a test holds them equal),
 # which Gymnasium has too, with gymnax's dynamics.
 STACK_ENVS = ["CartPole-v1", "Acrobot-v1", "Pendulum-v1"]
+# Gymnasium's stack's (--env-backend gymnasium, gymnasium-async): those, and benchback/gridworld.py's NumPy gridworld
+# (benchback/gymnasium_envs.py's IDS, a test holds them equal).
+GYMNASIUM_ENVS = [*STACK_ENVS, "FourRooms-misc"]
 
 
 class AllBut(tuple):
@@ -124,6 +127,14 @@ TD3_CELLS = [cell for cell in SAC_CELLS if cell[0] == "Pendulum-v1" and cell[3] 
 # DQN's cells: CleanRL's network (d) and its one gradient step every train_frequency = 10 steps (the scripts' own: no
 # updates_per_step, None), at CleanRL's one env and at 16, on CartPole-v1 and on gymnax's gridworld with doorways.
 DQN_CELLS = [(env, "d", n, None, 500, None, (), False) for env in ("CartPole-v1", "FourRooms-misc") for n in (1, 16)]
+# DQN's training time against the number of environments (the post's second figure): the gridworld at 1 to 256 envs,
+# each iteration the same 2560 steps of the envs (so 256 gradient steps at 1 env, 1 at 256: one every train_frequency
+# steps of all the envs at once, CleanRL's), the torch scripts also on Gymnasium's stack, in turn and a process per env.
+SCALING_STEPS = 2560
+DQN_SCALING_CELLS = [
+    ("FourRooms-misc", "d", n, None, SCALING_STEPS // n, None, ("gymnasium", "gymnasium-async"), False)
+    for n in (1, 4, 16, 64, 256)
+]
 
 PRESETS = {
     # A smoke test of the sweep and of every figure: a tiny iteration, so process start-up and compilation
@@ -332,6 +343,19 @@ PRESETS = {
         "envs": ["CartPole-v1", "FourRooms-misc"],
         "sizes": ["d"],
         "repeats": 10,
+        "iterations": 11,
+        "timeout": 900,
+    },
+    # DQN_SCALING_CELLS: Linen's compiled loop, torch on gymnax and on Gymnasium's stack (in turn, a process per env),
+    # eager and compiled, 5 blocks.
+    "dqn-scaling": {
+        "algorithm": "dqn",
+        "experiments": ["overall"],
+        "cells": DQN_SCALING_CELLS,
+        "variants": ["jax_linen", "torch", "torch_compile"],
+        "envs": ["FourRooms-misc"],
+        "sizes": ["d"],
+        "repeats": 5,
         "iterations": 11,
         "timeout": 900,
     },

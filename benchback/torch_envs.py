@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import torch
 
-from benchback import gymnasium_envs, gymnax_envs, torch_ports
+from benchback import gymnax_envs, torch_ports
 from benchback.gymnax_envs import EpisodeStats
 
 
@@ -116,8 +116,12 @@ class PortEnvs:
     policy. The ports (and Gymnasium) clip a continuous action to its bounds themselves, as gymnax does."""
 
     def __init__(self, backend: str, env_id: str, num_envs: int, device: torch.device | str, seed: int, tally: bool):
-        asynchronous = backend == "gymnasium-async"
-        make = torch_ports.make if backend == "torch" else lambda *a: gymnasium_envs.make(*a, seed, asynchronous)
+        if backend == "torch":
+            make = torch_ports.make
+        else:  # imported here: Gymnasium only where it steps the envs
+            from benchback import gymnasium_envs
+
+            make = lambda *a: gymnasium_envs.make(*a, seed, asynchronous=backend == "gymnasium-async")  # noqa: E731
         self.envs, self.num_envs, self.device, self.tallies = make(env_id, num_envs, device), num_envs, device, tally
         env, env_params = gymnax_envs.make(env_id)  # the same dynamics: gymnax's action space
         self.space = env.action_space(env_params)

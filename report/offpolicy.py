@@ -96,7 +96,7 @@ def timing(runs) -> list:
         pool = cells[cell]
         for variant in ordered({r.variant for r in pool}, VARIANTS):
             own = [r for r in pool if r.variant == variant]
-            steady = float(np.median([r.steady for r in own]))
+            steady, low, high = median_with_interval([r.steady for r in own])
             args = own[0].record["args"]
             row = compare(pool, REFERENCE, variant, "steady", cell[1], cell[0]) if variant != REFERENCE else None
             env_steps = args["steps_per_iteration"] * args["num_envs"]  # an iteration's, of every env
@@ -110,6 +110,7 @@ def timing(runs) -> list:
                     "variant": variant,
                     "runs": len(own),
                     "steady_seconds": steady,
+                    "steady_ci": [low, high] if np.isfinite(low) else None,  # the median's, over the runs
                     "full_buffer": cell[4],
                     "env_steps_per_second": env_steps / steady,
                     "grad_steps_per_second": args["steps_per_iteration"] * cell[3] / steady,

@@ -18,11 +18,14 @@ import numpy as np
 from bench.presets import EXPERIMENTS, HOST_WAITS_ON_GPU  # noqa: F401  (HOST_WAITS_ON_GPU: for report.summary)
 from bench.presets import SIZES as PLAN_SIZES
 from bench.run_records import run_setting, settings_of
-from bench.variants import compile_pairs, described, discover, scripts, setting_name  # noqa: F401  (described: report.markdown)
+from bench.variants import ALGORITHMS, compile_pairs, described, discover, scripts, setting_name  # noqa: F401  (described: report.markdown)
 
 # The variants are the ppo_*.py scripts, in the order and colours they declare (bench/variants.py); a compile
 # setting (jax_nnx+nocache: NNX without cached_partial) follows its script.
 DECLARED = discover()
+# Every algorithm's variants, for the names of its records' settings (dqn_torch.py's torch+gymnasium-async, which no
+# PPO script has) and their colours
+DECLARED_BY_ALGORITHM = {algorithm: discover(algorithm=algorithm) for algorithm in ALGORITHMS}
 VARIANTS = [v.name for v in DECLARED]
 SPEEDUP_VARIANTS = [v.name for v in scripts(DECLARED)]
 # (compiled, not compiled): the pairs of experiment (3)
@@ -155,7 +158,8 @@ def load_runs(directory: Path):
         experiment = args.get("exp_name")
         if experiment not in EXPERIMENTS:  # a run not made by benchmark.sh
             experiment = "sync" if record["sync_timing"] else "overall"
-        variant = setting_name(record["variant"], args, DECLARED, settings_of(record))
+        declared = DECLARED_BY_ALGORITHM.get(record.get("algorithm", "ppo"), DECLARED)
+        variant = setting_name(record["variant"], args, declared, settings_of(record))
         hidden = tuple(record["hidden"])
         size = SIZES.get(hidden, "x".join(map(str, hidden)))
         run = Run(

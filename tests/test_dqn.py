@@ -309,3 +309,27 @@ def test_torchs_dqn_on_the_numpy_gridworld_does_the_gymnax_runs_work(tmp_path, m
         for key in ("env_steps", "grad_steps", "param_count", "random_steps"):
             assert record[key] == records["gymnax"][key], key
         assert record["compiles_after_first_iteration"] == 0
+
+
+def test_the_scaling_preset_steps_the_same_envs_an_iteration_at_every_count_in_every_stack():
+    """dqn-scaling: the gridworld at 1 to 256 envs, each iteration 2560 steps of the envs (so fewer gradient steps as
+    envs are added, CleanRL's one every train_frequency steps of them all), Linen, torch and torch.compile, and the
+    torch scripts on Gymnasium's stack in turn and a process per env, in every block; the record names the stack."""
+    from collections import defaultdict
+
+    from bench.plan import load as load_plan
+    from bench.plan_runs import block_of
+    from fixtures.script_args import parsed_args
+    from test_resume import command
+
+    runs = load_plan(["--preset", "dqn-scaling", "--out", "/nonexistent/out"]).runs
+    blocks = defaultdict(set)
+    for run in runs:
+        blocks[block_of(run)].add(run.variant)
+        args = parsed_args(ROOT / run.script, command(run))
+        assert args["num_envs"] * args["steps_per_iteration"] == 2560 and args["steps_per_iteration"] % 10 == 0
+        assert args.get("env_backend", "gymnax") == (run.variant.split("+")[1] if "+" in run.variant else "gymnax")
+    stacks = {f"{s}+{b}" for s in ("torch", "torch_compile") for b in ("gymnasium", "gymnasium-async")}
+    assert {int(name.split("__n")[1][:4]) for _, name in blocks} == {1, 4, 16, 64, 256}
+    assert all(v == {"jax_linen", "torch", "torch_compile", *stacks} for v in blocks.values())
+    assert len(blocks) == 5 * 5

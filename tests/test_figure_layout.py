@@ -63,3 +63,25 @@ def test_the_off_policy_figure_has_no_problem_with_a_sweeps_cells_and_variants(t
     ]
     offpolicy_figures.draw({"timing": rows}, tmp_path)
     assert figures.LAYOUT[offpolicy_figures.FIGURE] == []
+
+
+def test_the_off_policy_scaling_figure_draws_a_line_per_variant_where_cells_differ_in_their_envs_alone(tmp_path):
+    """dqn-scaling's cells (1 to 256 envs of the gridworld) and its seven variants: a panel, no problem in it; a set
+    whose cells differ in more than their envs (the dqn preset's two at each of two envs) gets no figure."""
+    variants = ["jax_linen", "torch", "torch_compile", "torch+gymnasium", "torch+gymnasium-async"]
+    variants += ["torch_compile+gymnasium", "torch_compile+gymnasium-async"]
+    rows = []
+    for n in (1, 4, 16, 64, 256):
+        for k, v in enumerate(variants):
+            seconds = 0.5 * (1 + k) / n**0.5
+            cell = f"FourRooms-misc, d (120x84), {n} envs, UTD 0.1"
+            rows.append(
+                dict(cell=cell, env="FourRooms-misc", size="d", num_envs=n, updates_per_step=0.1, full_buffer=False)
+                | dict(variant=v, steady_seconds=seconds, steady_ci=[seconds * 0.9, seconds * 1.2])
+                | dict(env_steps_per_second=2560 / seconds)
+            )
+    offpolicy_figures.draw_scaling({"timing": rows, "algorithm": "DQN"}, tmp_path)
+    assert figures.LAYOUT[offpolicy_figures.SCALING] == []
+    two_counts = [r for r in rows if r["num_envs"] in (1, 16)]
+    offpolicy_figures.draw_scaling({"timing": two_counts}, tmp_path / "none")
+    assert not (tmp_path / "none" / offpolicy_figures.SCALING).exists()

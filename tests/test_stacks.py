@@ -135,6 +135,10 @@ def test_the_stacks_run_where_torch_envs_has_the_environment():
     from benchback import torch_ports
 
     assert list(torch_ports.IDS) == STACK_ENVS
+    from bench.presets import GYMNASIUM_ENVS
+    from benchback import gymnasium_envs
+
+    assert list(gymnasium_envs.IDS) == GYMNASIUM_ENVS
     loaded = plan.load(["--preset", "gpu", "--experiments", "stacks", "--dry-run"])
     assert {(run.env, run.size) for run in loaded.runs} == {("CartPole-v1", size) for size in "sml"}
 
