@@ -1,6 +1,6 @@
 """The first command for a GPU owner: a preflight, then every variant for a few iterations with every check on.
 
-    bash benchmark.sh --preset gpu-check      # or: python bench/gpu_check.py [--variants jax_linen,torch,sac:torch,td3:torch]
+    bash benchmark.sh --preset gpu-check      # or: python bench/gpu_check.py [--variants jax_linen,sac:torch,dqn:torch]
 
 The preflight (bench/gpu_preflight.py) checks the NVIDIA driver against the CUDA builds of torch and jax, the C compiler
 Triton needs, and that each framework really sees the GPU. Then each row runs in a process of its own, with the
@@ -8,7 +8,8 @@ environment a sweep gives a run (TORCH_COMPILE_FORCE_DISABLE_CACHES=1, fresh tor
 JAX's memory settings as the script makes them): a variant's train() with --cuda, a PPO script's (ppo_*.py, its rows
 named as its variant: jax_linen) on CartPole-v1, size s, 3 short iterations (SHORT), a SAC or TD3 script's (sac_*.py,
 td3_*.py, its rows named sac:VARIANT, td3:VARIANT) on Pendulum-v1, hidden 64,64, 3 iterations of 2 steps after 194
-random ones (SHORT_SAC), checked for
+random ones (SHORT_SAC), a DQN script's (dqn_*.py, dqn:VARIANT) on CartPole-v1, 3 iterations of 10 steps after 25 random
+ones (SHORT_DQN), checked for
 - devices: on the GPU in every framework it uses when a GPU is present, else on the CPU;
 - compiles after 0: nothing compiles after iteration 0;
 - host syncs: no host read in a timed iteration (jax's transfer guard, the traps of bench/sync_traps.py, and on a GPU
@@ -19,7 +20,7 @@ random ones (SHORT_SAC), checked for
   order of two streams, such as a DLPack hand-over's. An off-policy row's returns are mostly its random steps' (the
   one episode that ends does so in the last iteration): its learner's metrics, each iteration's as the script logs
   them (losses, Q values, SAC's alpha), must agree too, and an episode must have ended.
-Rows more: each setting only a GPU runs (torch_compile+graphs, sac:torch_compile+graphs and td3:torch_compile+graphs,
+Rows more: each setting only a GPU runs (torch_compile+graphs and sac:, td3: and dqn:torch_compile+graphs,
 with --cuda-graphs: the same returns, and off-policy the same metrics, as without, to float rounding, and no graph that torch.compile ran without CUDA
 graphs: inductor's cudagraph_skips), and jax_linen on Asterix-MinAtar, whose step has a data-dependent lax.while_loop:
 XLA's GPU runtime (its WhileThunk) copies the condition of a loop without a known trip count to the host and waits for
@@ -51,12 +52,12 @@ from bench.outputs import write_atomic
 from bench.presets import HOST_WAITS_ON_GPU
 from bench.sleep_detector import sleep_detector
 from bench.sync_traps import HostSync, trapped_host_reads
-from bench.variants import discover, scripts
+from bench.variants import OFFPOLICY_ALGORITHMS, discover, scripts
 
 DISCOVERED = discover()  # the ppo_*.py scripts and their settings (bench/variants.py)
-# The off-policy algorithms, whose rows are named ALGORITHM:VARIANT (sac:jax_linen, td3:torch): bench/variants.py names
+# The off-policy algorithms, whose rows are named ALGORITHM:VARIANT (sac:jax_linen, td3:torch, dqn:jax_nnx): bench/variants.py names
 # sac_jax_linen.py jax_linen, as ppo_jax_linen.py. Their scripts and settings:
-OFFPOLICY = {algorithm: discover(algorithm=algorithm) for algorithm in ("sac", "td3")}
+OFFPOLICY = {algorithm: discover(algorithm=algorithm) for algorithm in OFFPOLICY_ALGORITHMS}
 VARIANTS = {v.name: v for v in scripts(DISCOVERED)} | {
     f"{algorithm}:{v.name}": v for algorithm, found in OFFPOLICY.items() for v in scripts(found)
 }
@@ -92,6 +93,24 @@ SHORT_SAC = dict(
     tensorboard=False,
     quiet=True,
 )
+# DQN's (CleanRL's dqn.py on CartPole-v1, discrete actions): 25 random steps of 4 envs, then 3 iterations of 10 steps
+# (one train_frequency), each with its gradient step, the target copied every other one; CartPole's short episodes
+# end in them.
+SHORT_DQN = dict(
+    env_id="CartPole-v1",
+    hidden="64,64",
+    num_envs=4,
+    steps_per_iteration=10,
+    train_frequency=10,
+    target_network_frequency=20,
+    learning_starts=4 * 25,
+    batch_size=32,
+    buffer_size=390,
+    total_timesteps=4 * 25 + 3 * 4 * 10,
+    tensorboard=False,
+    quiet=True,
+)
+SHORT_OFFPOLICY = {"sac": SHORT_SAC, "td3": SHORT_SAC, "dqn": SHORT_DQN}
 COLUMNS = ["variant", "devices", "compiles after 0", "host syncs", "sleep detector", "race", "result"]
 CHILD_TIMEOUT = 1800  # seconds: a compile of torch_compile on a slow machine, with room to spare
 RTOL = 1e-4  # returns agree "to float rounding": a run's returns are sums of rewards over episode counts
@@ -166,7 +185,8 @@ def run_one(row: Row, gpu: bool, plain: bool) -> dict:
     try:
         module = load(spec.script, f"benchback_{row.variant.replace(':', '_')}")
         debug = {"sync_debug": True} if is_torch and not plain else {}  # CUDA's own trap, on a GPU
-        args = module.Args(**{**(SHORT_SAC if is_offpolicy(row) else SHORT), **row.fields, "cuda": True, **debug})
+        short = SHORT_OFFPOLICY[row.variant.split(":")[0]] if is_offpolicy(row) else SHORT
+        args = module.Args(**{**short, **row.fields, "cuda": True, **debug})
         with contextlib.ExitStack() as checks:
             if is_offpolicy(row):  # in both runs: what returns_differ compares
                 out["metrics"] = checks.enter_context(logged_metrics(module))
@@ -261,7 +281,7 @@ def judge(row: Row, gpu: bool, run: dict, blocking: Optional[dict] = None, base:
         f"host syncs in a timed iteration, the first: {run['trapped'][0]}" if run["trapped"] else None,
         "sleep detector" if cells["sleep detector"].startswith("FAIL") and not row.observes else None,
         "race" if cells["race"].startswith("FAIL") else None,
-        # SHORT_SAC ends an episode in the last iteration: else its returns, which the race check compares, would be none
+        # SHORT_SAC ends an episode in the last iteration (SHORT_DQN several): else the race check would compare none
         "no episode ended in its iterations" if is_offpolicy(row) and run["final_return"] is None else None,
         f"{run['cudagraph_skips']} of its graphs ran without CUDA graphs" if run.get("cudagraph_skips") else None,
     ]

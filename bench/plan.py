@@ -29,7 +29,7 @@ from bench.plan_parts import parts_of
 from bench.plan_runs import Run, block_of, make_plan, ordered_by_groups, permits, seeds_of
 from bench.presets import COLD, EXPERIMENTS, GYMNASIUM_ENVS, PRESETS, STACK_ENVS, TIMED
 from bench.run_records import other_machine, read_status, record_host, record_status, write_failure
-from bench.variants import ROOT, VariantError, discover, modules, scripts
+from bench.variants import OFFPOLICY_ALGORITHMS, ROOT, VariantError, discover, modules, scripts
 
 
 def bash(name: str, value) -> str:
@@ -147,7 +147,7 @@ def load(argv: list) -> SimpleNamespace:
     if any(c.isspace() for c in out) and any(run.variant in compiled for run in runs):
         # Inductor builds its C++ in the run's caches under OUT and splits the compiler's command at spaces
         raise Refused(f"--out {out!r} has a space, which torch.compile's C++ build cannot take; name one without")
-    offpolicy = {a: {v.name for v in scripts(discover(algorithm=a))} for a in ("sac", "td3")} if p["gpu_check"] else {}
+    offpolicy = {a: {v.name for v in scripts(discover(algorithm=a))} for a in OFFPOLICY_ALGORITHMS} if p["gpu_check"] else {}
     return SimpleNamespace(
         check_rows=[*p["variants"], *(f"{a}:{v}" for a, names in offpolicy.items() for v in p["variants"] if v in names)],
         args=a,

@@ -18,6 +18,7 @@ from typing import Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 ALGORITHMS = ("ppo", "sac", "td3", "dqn")  # a script's name starts with its algorithm: ppo_jax_linen.py, sac_jax_linen.py
+OFFPOLICY_ALGORITHMS = ALGORITHMS[1:]  # those with a replay buffer: a timed iteration of env steps and gradient steps
 # For a variant whose colour another variant already has (a script copied to start a new one): the tab10
 # colours no script or setting declares, in order.
 SPARE_COLORS = ["tab:gray", "tab:cyan"]

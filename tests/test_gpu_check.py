@@ -306,7 +306,7 @@ def nudged(logged: list, iteration: int, name: str, by: float) -> list:
     return [{**m, name: m[name] * (1 + by)} if i == iteration else m for i, m in enumerate(logged)]
 
 
-@pytest.mark.parametrize("algorithm", ["sac", "td3"])
+@pytest.mark.parametrize("algorithm", ["sac", "td3", "dqn"])
 def test_every_off_policy_script_and_its_gpu_only_setting_has_a_row_named_apart_from_ppos(algorithm):
     """bench/variants.py's SAC (TD3) scripts, each with the settings only a GPU runs, as rows named sac:VARIANT
     (td3:VARIANT), run with the off-policy iterations (SHORT_SAC); PPO's rows keep their names (the variants')."""
@@ -369,6 +369,22 @@ def test_a_sac_row_on_a_gpu_fails_on_any_check(run, blocking, failed):
     assert cells["result"].startswith("FAIL") and failed in cells["result"], cells["result"]
     if failed == "race":  # what differed, named
         assert "under CUDA_LAUNCH_BLOCKING=1, iteration 1's qf2_loss: 42.1 vs 42.14" in cells["race"], cells["race"]
+
+
+def dqn_torch_checked(directory):
+    return gpu_check.run_child(gpu_check.ROWS["dqn:torch"], gpu=False)
+
+
+@in_background(dqn_torch_checked)
+def test_a_dqn_rows_process_passes_every_check_and_ends_episodes_in_its_iterations(background):
+    """dqn_torch.py in its row's process with every check on: SHORT_DQN is a run its script takes (whole groups of
+    train_frequency steps), nothing trapped or compiled after iteration 0, a gradient step's metrics each iteration,
+    and CartPole's episodes ending in the iterations: returns for the race check."""
+    run = background
+    assert run["error"] is None and run["trapped"] == [], run
+    assert judge(gpu_check.ROWS["dqn:torch"], False, run)["result"] == "ok"
+    assert len(run["metrics"]) == 3 and all({"td_loss", "q_values"} <= set(m) for m in run["metrics"]), run["metrics"]
+    assert sum(m["episodes"] for m in run["metrics"]) > 0 and run["final_return"] > 0
 
 
 def sac_torch_checked(directory):
