@@ -68,43 +68,46 @@ class Gymnasium:
 
 
 class Jax:
-    """gymnax's FourRooms-misc, vmapped: a jitted step per call from a Python loop, or the loop in lax.scan."""
+    """gymnax's FourRooms-misc, vmapped: a jitted step per call from a Python loop, or the loop in lax.scan. The
+    rewards are summed in the carry, alike in both: the loop dispatches the step alone."""
 
     def __init__(self, num_envs: int, steps: int, scanned: bool, seed: int):
         import jax
+        import jax.numpy as jnp
 
         from benchback import gymnax_envs
 
         env, params = gymnax_envs.make(ENV_ID)
 
         def step(carry, _):
-            state, key = carry
+            state, key, total = carry
             key, action_key, step_key = jax.random.split(key, 3)
             action = jax.random.randint(action_key, (num_envs,), 0, 4)
             keys = jax.random.split(step_key, num_envs)
             _, state, reward, *_ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(keys, state, action, params)
-            return (state, key), reward.sum()
+            return (state, key, total + reward.sum()), None
 
         key, reset_key = jax.random.split(jax.random.key(seed))
         _, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, num_envs), params)
-        self.carry = (gymnax_envs.strongly_typed(state), key)
-        self.steps, self.jax = steps, jax
+        self.zero = jax.device_put(jnp.float32(0))  # each rollout's sum starts from it
+        self.carry = (gymnax_envs.strongly_typed(state), key, self.zero)
+        self.steps = steps
         if scanned:
-            self.run = jax.jit(lambda carry: jax.lax.scan(step, carry, length=steps))
+            self.run = jax.jit(lambda carry: jax.lax.scan(step, carry, length=steps)[0])
         else:
-            self.step = jax.jit(lambda carry: step(carry, None))
+            self.step = jax.jit(lambda carry: step(carry, None)[0])
             self.run = self.python_loop
 
     def python_loop(self, carry):
-        rewards = []
         for _ in range(self.steps):
-            carry, reward = self.step(carry)
-            rewards.append(reward)
-        return carry, rewards
+            carry = self.step(carry)
+        return carry
 
     def rollout(self) -> float:
-        self.carry, rewards = self.run(self.carry)
-        return float(self.jax.block_until_ready(sum(rewards) if isinstance(rewards, list) else rewards.sum()))
+        """STEPS steps of every copy; the rewards' sum, read back: the wait for the last step."""
+        state, key, _ = self.carry
+        self.carry = self.run((state, key, self.zero))
+        return float(self.carry[2])
 
     def close(self):
         pass
