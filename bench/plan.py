@@ -26,7 +26,7 @@ from bench.compiler_caches import warm_compiler_caches
 from bench.outputs import out_problem
 from bench.plan_args import Refused, and_list, check_jobs, devices_and_jobs, parse, settings, visible_gpus
 from bench.plan_parts import parts_of
-from bench.plan_runs import Run, block_of, make_plan, ordered_by_groups, permits, seeds_of
+from bench.plan_runs import Run, algorithm_of, block_of, make_plan, ordered_by_groups, permits, seeds_of
 from bench.presets import COLD, EXPERIMENTS, GYMNASIUM_ENVS, PRESETS, STACK_ENVS, TIMED
 from bench.run_records import other_machine, read_status, record_host, record_status, write_failure
 from bench.variants import OFFPOLICY_ALGORITHMS, ROOT, VariantError, discover, modules, scripts
@@ -190,7 +190,13 @@ def estimate(runs: list, at_once: int, gpu: bool, source: bool = True) -> str:
     try:
         from bench import run_costs
 
-        lines = [f"{run.variant} {run.env} {run.size} {run.iterations} {seeds_of(run)}" for run in runs]
+        framework = {v.name: v.framework for a in OFFPOLICY_ALGORITHMS for v in discover(algorithm=a)}
+        lines = [
+            f"run {framework.get(run.variant, 'torch')} {algorithm} {run.name}"
+            if (algorithm := algorithm_of(run)) != "ppo"
+            else f"{run.variant} {run.env} {run.size} {run.iterations} {seeds_of(run)}"
+            for run in runs
+        ]
         return run_costs.estimate(lines, run_costs.COSTS, at_once, gpu, source)
     except Exception:  # an estimate is never worth stopping the sweep for
         return "no estimate (bench/run_costs.py failed)"

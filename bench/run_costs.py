@@ -15,6 +15,10 @@ size, plus what the cell's environment added to the variant's run at another siz
 (the same seconds whatever the network). A machine with no table of its own gets the fullest table's costs, and the
 estimate says which machine they come from.
 For a GPU, the estimate comes from the GPU tables (the committed GPU runs), else from the CPU costs, labelled so (Prices).
+An off-policy run (SAC's, TD3's, DQN's scripts, whose variants share PPO's names) is priced whole: its framework's
+start-up and the median duration of the earlier runs of its name but the seed (its algorithm, experiment, variant,
+environment, size and cell), from this machine's table, else from the table with most such runs, unscaled; a run no
+table has is named as not counted.
 """
 
 import argparse
@@ -60,10 +64,18 @@ def table_path(cpu: str) -> Path:
     return COSTS / (re.sub(r"[^a-z0-9]+", "-", cpu.lower()).strip("-") + ".json")
 
 
+def run_key(algorithm: str, name: str) -> str:
+    """An off-policy run's key in a table: its algorithm and its name without the seed (td3 learn/torch__Swimmer-misc__s),
+    the same cell, variant and settings whatever the seed. Its runs' seconds price it whole: their iterations differ
+    from cell to cell (steps, envs, updates), which the run's name fixes."""
+    name = re.sub(r"__seed[0-9]+$", "", name).removesuffix(f"__{algorithm}")  # (the gpu preset tells TD3's from SAC's)
+    return f"{algorithm} {name}"
+
+
 def build(directories, out=None, startup=None) -> dict:
     """The table from every ok record under `directories` (one CPU model only, or exit 2), written to `out` (by default
     the model's own file), with `startup` over the start-up seconds the file held before."""
-    cells, models = defaultdict(list), set()
+    cells, models, whole = defaultdict(list), set(), defaultdict(list)
     for directory in directories:
         for path in Path(directory).rglob("*.json"):
             try:
@@ -71,6 +83,12 @@ def build(directories, out=None, startup=None) -> dict:
             except (OSError, ValueError):
                 continue
             if not isinstance(record, dict) or record.get("status") != "ok" or "iteration_durations" not in record:
+                continue
+            if record.get("algorithm", "ppo") != "ppo":  # an off-policy run: priced whole, by its name but the seed
+                on_gpu = record.get("device", "cpu") != "cpu"
+                models.add((record["device"], True) if on_gpu else ((record.get("cpu") or {}).get("model"), False))
+                name = path.relative_to(directory).with_suffix("").as_posix()
+                whole[run_key(record["algorithm"], name)].append(record["total_duration"])
                 continue
             size = SIZE_OF.get(tuple(record["hidden"]))
             if size is None or record["args"].get("num_envs") != 32 or record["args"].get("num_seeds", 1) != 1:
@@ -99,6 +117,9 @@ def build(directories, out=None, startup=None) -> dict:
     out = Path(out or table_path(model))
     before = json.loads(out.read_text())["startup_s"] if out.exists() else {}
     table = {"cpu": model, "startup_s": {**before, **(startup or {})}, "sources": [str(d) for d in directories], "cells": rows}
+    table["runs"] = {
+        key: {"runs": len(seconds), "total_s": statistics.median(seconds)} for key, seconds in sorted(whole.items())
+    }
     if gpu:  # "cpu" then names the GPU model, whose runs these are
         table["gpu"] = True
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -208,12 +229,14 @@ class Prices:
         tables = [json.loads(p.read_text()) for p in (sorted(costs.glob("*.json")) if costs.is_dir() else [costs])]
         gpu_tables = [t for t in tables if t.get("gpu")]
         self.gpu, self.from_gpu = gpu, gpu and bool(gpu_tables)
-        tables = gpu_tables if self.from_gpu else [t for t in tables if not t.get("gpu")]
+        self.cpu_tables = [t for t in tables if not t.get("gpu")]  # off-policy runs no GPU table has: theirs
+        tables = gpu_tables if self.from_gpu else self.cpu_tables
         if not tables:
             raise ValueError(f"no table in {costs}")
         here = gpu_names() if self.from_gpu else [cpu or cpu_model()]
         self.own = next((t for t in tables if t["cpu"] in here), None)
         self.table = self.own or max(tables, key=lambda t: len(t["cells"]))
+        self.tables = tables
         # for what this table lacks: the other table that measured most of the same cells, as it shares most to scale by
         keys = {(c["variant"], c["env"], c["size"]) for c in self.table["cells"]}
         shared = {id(t): len(keys & {(c["variant"], c["env"], c["size"]) for c in t["cells"]}) for t in tables}
@@ -223,6 +246,18 @@ class Prices:
         self.estimator = Estimator(self.table, self.reference)
         self.measured = {v for v, _, _ in self.estimator.cells}
         self.envs = {e for _, e, _ in self.estimator.cells}
+
+    def run_seconds(self, key: str, framework: str):
+        """An off-policy run's seconds (run_key's key): start-up and the median whole run of its name on this machine's
+        table, else on the fullest table that ran it (unscaled: such runs share no cell to scale by), a CPU's where no
+        GPU's did; None if none did."""
+        fullest = lambda found: sorted(found, key=lambda t: -len(t.get("runs", {})))  # noqa: E731
+        tables = [self.table, *fullest(self.tables), *fullest(self.cpu_tables)]
+        for table in tables:
+            if key in table.get("runs", {}):
+                startup = table["startup_s"].get(framework, max(table["startup_s"].values(), default=0.0))
+                return startup + table["runs"][key]["total_s"]
+        return None
 
     def seconds(self, variant: str, env: str, size: str, iterations: int, seeds: int = 1):
         """The run's estimated seconds, or None where nothing is known of its variant at its size."""
@@ -254,7 +289,16 @@ def estimate(lines, costs: Path = COSTS, at_once: int = 1, gpu: bool = False, so
     except (OSError, ValueError) as e:
         return f"no estimate: cannot read {costs} ({e})"
     total, known, unknown, unmeasured_envs = 0.0, 0, set(), set()
-    for variant, env, size, iterations, *seeds in (line.split() for line in lines if line.strip()):
+    for line in (line for line in lines if line.strip()):
+        if line.startswith("run "):  # an off-policy run: "run FRAMEWORK ALGORITHM NAME", priced whole by its name
+            _, framework, algorithm, name = line.split()
+            seconds = prices.run_seconds(run_key(algorithm, name), framework)
+            if seconds is None:
+                unknown.add(run_key(algorithm, name))
+            else:
+                total, known = total + seconds, known + 1
+            continue
+        variant, env, size, iterations, *seeds = line.split()
         if env not in prices.envs:
             unmeasured_envs.add(env)
         seconds = prices.seconds(variant, env, size, int(iterations), int(seeds[0]) if seeds else 1)
@@ -266,7 +310,9 @@ def estimate(lines, costs: Path = COSTS, at_once: int = 1, gpu: bool = False, so
     if source:
         text += ("; " if gpu and not prices.from_gpu else ", ") + prices.source()
     if unknown:
-        text += f"; no measured cost for {', '.join(sorted(unknown))}: their runs are not counted"
+        shown = sorted(unknown)
+        shown = shown if len(shown) <= 4 else [*shown[:3], f"{len(shown) - 3} more"]
+        text += f"; no measured cost for {', '.join(shown)}: their runs are not counted"
     if unmeasured_envs:  # priced as a typical env, which a dear env's step may exceed many times over
         text += f"; {', '.join(sorted(unmeasured_envs))} never measured: priced as a typical environment, too low if its step is dear"
     return text

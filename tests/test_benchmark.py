@@ -668,8 +668,13 @@ def test_the_gpu_preset_plans_its_groups_in_parts_of_at_most_8_minutes(tmp_path)
     total = int(re.search(r"preset gpu, (\d+) runs", first).group(1))
     # priced from the GPU runs committed (bench/costs), not from this machine's CPU
     assert re.fullmatch(rf"  estimated \d+:\d\d \(h:mm\) for {total} runs, from runs measured on NVIDIA .+", estimate)
-    hours = re.fullmatch(r"  here, without a GPU: estimated (\d+):(\d\d) \(h:mm\) for \d+ runs, from runs .+", here)
-    assert hours and [int(x) for x in hours.groups()] > [int(x) for x in re.findall(r"(\d+):(\d\d)", estimate)[0]]
+    hours = re.fullmatch(
+        r"  here, without a GPU: estimated (?:(\d+) days? )?(\d+):(\d\d) \(h:mm\) for \d+ runs, from runs .+", here
+    )
+    assert hours, here
+    days, h, m = (int(x or 0) for x in hours.groups())
+    gpu_h, gpu_m = (int(x) for x in re.findall(r"(\d+):(\d\d)", estimate)[0])
+    assert (days * 24 + h) * 60 + m > gpu_h * 60 + gpu_m
     gpu_only = ", ".join(v.name for v in discover() if v.gpu_only)  # the settings with CUDA graphs
     assert left_out == f"  {gpu_only}: needs a GPU, left out (none is visible here)"
     names = listing(proc.stdout)

@@ -208,3 +208,32 @@ def test_each_variant_is_scaled_by_its_own_ratio_where_both_machines_ran_it():
     )
     assert estimator.seconds("torch", "Breakout-MinAtar", "s", 3) == pytest.approx(8 + 1.0 + 1.0 + 2 * 3.0)
     assert estimator.seconds("jax_linen", "Breakout-MinAtar", "s", 3) == pytest.approx(4 + 0.5 + 1.0 + 2 * 0.75)
+
+
+def test_an_off_policy_run_is_priced_whole_by_its_name_but_the_seed_not_as_a_ppo_script_of_its_variants_name(tmp_path):
+    """A TD3 learn run of torch: its earlier runs' median whole duration and torch's start-up, though PPO's torch (a
+    different script under the same variant name) costs far less; a run no earlier one shares a name with is named."""
+    records = tmp_path / "records" / "learn"
+    records.mkdir(parents=True)
+    for seed, seconds in ((1, 700.0), (2, 900.0), (3, 800.0)):
+        record = {**torch_record("Test CPU", [3.0, 1.0]), "algorithm": "td3", "total_duration": seconds}
+        (records / f"torch__Swimmer-misc__s__seed{seed}.json").write_text(json.dumps(record))
+    table = run_costs.build([tmp_path / "records"], tmp_path / "t.json", {"torch": 8.0})
+    assert table["runs"] == {"td3 learn/torch__Swimmer-misc__s": {"runs": 3, "total_s": 800.0}} and table["cells"] == []
+    costs = tmp_path / "costs"
+    costs.mkdir()
+    (costs / "t.json").write_text(json.dumps({**TABLE, "runs": table["runs"]}))
+    lines = ["run torch td3 learn/torch__Swimmer-misc__s__seed4", "run torch td3 learn/torch__Swimmer-misc__s__seed5"]
+    assert run_costs.estimate(lines, costs, source=False, cpu="Test CPU").startswith("estimated 0:27 (h:mm) for 2 runs")
+    line = run_costs.estimate([*lines, "run jax dqn overall/jax_linen__CartPole-v1__d__n0001__seed1"], costs, cpu="Test CPU")
+    assert "for 2 runs" in line and "no measured cost for dqn overall/jax_linen__CartPole-v1__d__n0001" in line
+
+
+def test_a_preset_of_td3_runs_is_estimated_from_td3s_records_not_ppos():
+    """The committed tables hold the td3-learn runs: its estimate is theirs (each about 10-90 s), not PPO's."""
+    from bench.plan import load
+
+    loaded = load(["--preset", "td3-learn", "--out", "/nonexistent/out", "--dry-run"])
+    prices = run_costs.Prices(run_costs.COSTS, cpu="AMD EPYC (family 25, model 1)")
+    seconds = [prices.run_seconds(run_costs.run_key("td3", r.name), "torch") for r in loaded.runs]
+    assert all(s is not None for s in seconds) and max(seconds) > 60
