@@ -53,7 +53,7 @@ THRESHOLDS = {
     "GaussianBandit-misc": (-10.0, 0.0),
     "Pendulum-v1": (-400.0, -200.0),
     "MountainCarContinuous-v0": (90.0,),  # gymnasium's reward_threshold: the flag reached, little force spent
-    "FourRooms-misc": (0.9, 1.0),  # 1 an episode that reaches the goal, in 500 steps: a random walk's 0.46; 1 every one
+    "FourRooms-misc": (0.9, 1.0),  # an episode's return is 1 if it reaches the goal in its 500 steps: 1.0, every one
 }
 COLLAPSE_BELOW = {"CartPole-v1": COLLAPSED}
 
