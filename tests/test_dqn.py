@@ -293,6 +293,7 @@ def test_the_ports_backend_refuses_the_gridworld_in_one_line(name, tmp_path, cap
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow  # three runs, one with a process per env (the gridworld's ports: tests/test_gridworld.py)
 def test_torchs_dqn_on_the_numpy_gridworld_does_the_gymnax_runs_work(tmp_path, monkeypatch):
     """On Gymnasium's stack, in one process and a process per env: the env steps, gradient steps and network of the
     run on gymnax's FourRooms-misc, nothing compiled after iteration 0, and a record naming the stack."""
@@ -311,6 +312,7 @@ def test_torchs_dqn_on_the_numpy_gridworld_does_the_gymnax_runs_work(tmp_path, m
         assert record["compiles_after_first_iteration"] == 0
 
 
+@pytest.mark.slow  # 175 runs' commands parsed
 def test_the_scaling_preset_steps_the_same_envs_an_iteration_at_every_count_in_every_stack():
     """dqn-scaling: the gridworld at 1 to 256 envs, each iteration 2560 steps of the envs (so fewer gradient steps as
     envs are added, CleanRL's one every train_frequency steps of them all), Linen, torch and torch.compile, and the

@@ -375,6 +375,7 @@ def dqn_torch_checked(directory):
     return gpu_check.run_child(gpu_check.ROWS["dqn:torch"], gpu=False)
 
 
+@pytest.mark.slow  # a DQN script's whole run in a process, as SAC's row test runs SAC's
 @in_background(dqn_torch_checked)
 def test_a_dqn_rows_process_passes_every_check_and_ends_episodes_in_its_iterations(background):
     """dqn_torch.py in its row's process with every check on: SHORT_DQN is a run its script takes (whole groups of
