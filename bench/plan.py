@@ -14,6 +14,7 @@ benchmark.sh runs the plan (one runner for the serial sweep and --jobs, --task),
 A refused argument is one line on stderr, "benchmark.sh: ...", and exit code 2.
 """
 
+import functools
 import os
 import platform
 import shlex
@@ -184,13 +185,19 @@ def begun_elsewhere(runs: list, found: dict, out: str) -> dict:
     return redo
 
 
+@functools.cache
+def offpolicy_frameworks() -> dict:
+    """{variant: its framework} of the off-policy scripts (read once: a plan in parts estimates each part)."""
+    return {v.name: v.framework for a in OFFPOLICY_ALGORITHMS for v in discover(algorithm=a)}
+
+
 def estimate(runs: list, at_once: int, gpu: bool, source: bool = True) -> str:
     """Those runs' estimated duration, from the costs measured before (bench/run_costs.py: for a GPU, the GPU runs'
     where there are any), and (source) what it comes from."""
     try:
         from bench import run_costs
 
-        framework = {v.name: v.framework for a in OFFPOLICY_ALGORITHMS for v in discover(algorithm=a)}
+        framework = offpolicy_frameworks()
         lines = [
             f"run {framework.get(run.variant, 'torch')} {algorithm} {run.name}"
             if (algorithm := algorithm_of(run)) != "ppo"
