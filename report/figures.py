@@ -11,11 +11,11 @@ import matplotlib.text  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator  # noqa: E402
 
-from report.records import DECLARED, DECLARED_BY_ALGORITHM  # noqa: E402
+from report.records import DECLARED_BY_ALGORITHM  # noqa: E402
 from report.timing import REFERENCE  # noqa: E402
 
+# every algorithm's variants, PPO's last: its colour where another algorithm's script has the same name
 COLORS = {v.name: v.color for declared in reversed(DECLARED_BY_ALGORITHM.values()) for v in declared}
-COLORS |= {v.name: v.color for v in DECLARED}  # PPO's where another algorithm's script has the same name
 MARKERS = {"s": "o", "m": "s", "l": "^"}
 ENV_STYLES = ["-", "--", ":", "-."]  # one line style per environment where a figure has several
 FIGURES = [  # and one learn_ENV.png per environment of the learn runs
