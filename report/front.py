@@ -237,11 +237,12 @@ def markdown(result: dict, base: str = "../", sources: bool = True) -> str:
 # README.md holds a copy of answer.md between these two lines, and of offpolicy.md between its two
 MARKERS = re.compile(r"(<!-- answer\.md[^\n]*-->\n\n)(.*?)(<!-- end of answer\.md -->)", re.S)
 SAC_MARKERS = re.compile(r"(<!-- offpolicy\.md[^\n]*-->\n\n)(.*?)(<!-- end of offpolicy\.md -->)", re.S)
-# Each off-policy algorithm's sets: its sweep (the sac or td3 preset), then its learn and environments sets
-# (sac-learn, sac-envs; td3-learn, td3-envs), which join its tables where they are there.
+# Each off-policy algorithm's sets: its sweep (the sac, td3 or dqn preset), then its learn and environments sets
+# (sac-learn, sac-envs; td3-learn, td3-envs; dqn-learn), which join its tables where they are there.
 OFFPOLICY_SOURCES = {
     "sac": ("speed/sac-cpu", "learn/sac-pendulum", "learn/sac-envs"),
     "td3": ("speed/td3-cpu", "learn/td3-pendulum", "learn/td3-envs"),
+    "dqn": ("speed/dqn-cpu", "learn/dqn-cartpole-fourrooms"),
 }
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from report import learning
 from report.records import VARIANTS, final_return, group_by, ordered, warm
 from report.tables import table
-from report.timing import REFERENCE, compare, median_with_interval
+from report.timing import REFERENCE, compare, geometric_ratio, median_with_interval
 
 ALGORITHMS = {"sac": "SAC", "td3": "TD3", "dqn": "DQN"}  # the off-policy records' `algorithm`, and its name in a report
 # Each algorithm's learn environment, whose learning table the report gives; the seconds to its highest bar
@@ -157,6 +157,42 @@ def split(runs) -> list:
     return rows
 
 
+def env_scaling(runs) -> list:
+    """Per variant, in cells alike but for their number of envs: its environment steps a second at each count over
+    at the fewest, block by block (the same seed), the geometric mean over the blocks and its bootstrap interval. The
+    post's "16 times the envs, 10 times the training speed", measured."""
+    rows = []
+    cells = group_by([r for r in runs if r.experiment == "overall"], cell_of)
+    groups = group_by(list(cells), lambda c: (c[0], c[1], c[3], c[4]))
+    rate = lambda r: r.record["args"]["steps_per_iteration"] * r.num_envs / r.steady
+    for (env, size, utd, full), alike in groups.items():
+        counts = sorted(c[2] for c in alike)
+        if len(counts) < 2:
+            continue
+        fewest = cells[(env, size, counts[0], utd, full)]
+        for variant in ordered({r.variant for r in fewest}, VARIANTS):
+            base = {r.seed: rate(r) for r in fewest if r.variant == variant}
+            for n in counts[1:]:
+                more = {r.seed: rate(r) for r in cells[(env, size, n, utd, full)] if r.variant == variant}
+                seeds = sorted(base.keys() & more.keys())
+                if not seeds:
+                    continue
+                gain, low, high = geometric_ratio([more[k] / base[k] for k in seeds])
+                rows.append(
+                    {
+                        "cell": cell_name((env, size, counts[0], utd, full), fewest[0].record["hidden"]),
+                        "variant": variant,
+                        "num_envs": n,
+                        "fewest_envs": counts[0],
+                        "blocks": len(seeds),
+                        "env_steps_gain": gain,
+                        "env_steps_gain_ci_low": low,
+                        "env_steps_gain_ci_high": high,
+                    }
+                )
+    return rows
+
+
 def learned(runs) -> dict:
     """The learn runs on the algorithm's learn environment (LEARN_ENVS): report.learning's section, with per variant
     the median compilation seconds (iteration 0 less the steady iteration, of runs that compiled from cold) and the
@@ -234,7 +270,8 @@ def summary(runs, learning: bool = True) -> dict:
     """Every table's numbers; without `learning` the timing alone (its bootstraps are most of the work)."""
     runs = [r for r in runs if is_offpolicy(r)]
     found = learned(runs) if learning else None
-    made = {"timing": timing(runs), "split": split(runs), "learning": found, "environments": environments(runs)}
+    made = {"timing": timing(runs), "split": split(runs), "env_scaling": env_scaling(runs), "learning": found}
+    made["environments"] = environments(runs)
     return made | {"algorithm": algorithm_name(runs)}
 
 
@@ -305,6 +342,23 @@ def split_markdown(rows: list) -> list:
             f"{r['steps_share']:.2f}{ci(r)}",
             f"{r['step_us']:.0f}",
             f"{r['gradient_step_us']:.0f}",
+        ]
+        for r in rows
+    ]
+    return [table(head, body)]
+
+
+def env_scaling_markdown(rows: list) -> list:
+    head = ["cell (at the fewest envs)", "variant", "envs", "blocks", "env steps a second over at the fewest [95% CI]"]
+    low, high = "env_steps_gain_ci_low", "env_steps_gain_ci_high"
+    ci = lambda r: f" [{r[low]:.2f}, {r[high]:.2f}]" if r[low] is not None else ""
+    body = [
+        [
+            r["cell"],
+            r["variant"],
+            f"{r['num_envs']} ({r['num_envs'] // r['fewest_envs']}x)",
+            r["blocks"],
+            f"{r['env_steps_gain']:.2f}{ci(r)}",
         ]
         for r in rows
     ]
@@ -397,6 +451,16 @@ def markdown(s: dict, learning: bool = True) -> str:
             "Where the time goes: the steady iteration with the steps alone (act, step the envs, store: UTD 0) over"
             " the same cell's at UTD 1, per block, the median and its bootstrap interval; a step's and a gradient"
             " step's microseconds from the two median iterations (the gradient step's: the difference).",
+            "",
+        ]
+    if s.get("env_scaling") and learning:
+        lines += env_scaling_markdown(s["env_scaling"])
+        lines += [
+            "",
+            "More envs: a variant's environment steps a second (of its steady iteration) at a count over at the fewest,"
+            " in the same block, the geometric mean over the blocks and its 95% bootstrap interval. A step of the"
+            " loop steps every env at once and takes its gradient steps per step of the loop (UTD, or DQN's one every"
+            " 10), not per env: more envs, fewer gradient steps per env step.",
             "",
         ]
     if s["learning"] and learning:

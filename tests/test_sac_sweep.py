@@ -330,3 +330,24 @@ def test_plot_removes_an_off_policy_figure_an_earlier_report_left(tmp_path):
     shutil.copytree(ROOT / "results/speed/craftax-sync/records", tmp_path / "ppo")
     assert plot.main([str(tmp_path / "ppo"), "--out", str(out)]) == 0
     assert not (out / "offpolicy.png").exists()
+
+
+def test_more_envs_are_told_as_each_variants_env_steps_a_second_over_its_own_at_one_env_block_by_block(tmp_path):
+    """The dqn preset's cells at 1 env and 16: each iteration 500 steps of the loop, 16 envs taking 1.6 times the
+    time of 1, the blocks' machines slower one after another. Each block's gain is 16 / 1.6 = 10, so the geometric
+    mean and both ends of its interval are 10, in every variant; paired across blocks, the interval would widen."""
+    for run in plan("--preset", "dqn", "--envs", "CartPole-v1", "--repeats", "3").runs:
+        args = parsed_args(ROOT / run.script, command(run))
+        slower = 1.5 ** args["seed"]
+        record = record_of(run, steady=slower * (1.6 if args["num_envs"] == 16 else 1.0))
+        (tmp_path / f"{run.name}.json").parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f"{run.name}.json").write_text(json.dumps(record))
+    runs, _ = load_runs(tmp_path)
+    rows = offpolicy.summary(runs, learning=False)["env_scaling"]
+    assert {r["variant"] for r in rows} == {"jax_linen", "jax_nnx", "jax_equinox", "torch", "torch_compile"}
+    for row in rows:
+        assert (row["num_envs"], row["fewest_envs"], row["blocks"]) == (16, 1, 3)
+        assert [row["env_steps_gain"], row["env_steps_gain_ci_low"], row["env_steps_gain_ci_high"]] == pytest.approx(
+            [10, 10, 10]
+        )
+    assert "16 (16x) | 3 | 10.00 [10.00, 10.00]" in offpolicy.markdown(offpolicy.summary(runs))

@@ -176,23 +176,28 @@ def test_run_settings_gives_each_settings_ratio_and_its_effect_on_the_multiple_o
     assert "multiple_of_linen_over_scripts_own" not in ratios({"torch": seconds["torch"]})["torch"]
 
 
+def slow(case: tuple):
+    return pytest.param(*case, marks=pytest.mark.slow)
+
+
+# Each study's first case runs by default; the rest (each a process importing JAX and torch) under -m slow.
 @pytest.mark.parametrize(
     "study, flags, problem",
     [
         ("run_settings", ["--blocks", "1"], "--blocks 1"),
-        ("run_settings", ["--variants", "torch,jax"], "ppo_jax.py"),
-        ("run_settings", ["--settings", "keep_memory,fast"], "unknown setting 'fast'"),
-        ("run_settings", ["--settings", "scripts_own"], "unknown setting 'scripts_own'"),
-        ("run_settings", ["--settings", "one_arena,one_arena"], "a setting named twice"),
-        ("run_settings", ["--size", "xl"], "--size xl"),
-        ("run_settings", ["--env-id", "CartPole-v9"], "CartPole-v9"),
-        ("run_settings", ["--settings", "other_code"], "other_code needs --other-code DIR"),
-        ("run_settings", ["--settings", "other_code", "--other-code", "/nonexistent"], "--other-code: no script"),
+        slow(("run_settings", ["--variants", "torch,jax"], "ppo_jax.py")),
+        slow(("run_settings", ["--settings", "keep_memory,fast"], "unknown setting 'fast'")),
+        slow(("run_settings", ["--settings", "scripts_own"], "unknown setting 'scripts_own'")),
+        slow(("run_settings", ["--settings", "one_arena,one_arena"], "a setting named twice")),
+        slow(("run_settings", ["--size", "xl"], "--size xl")),
+        slow(("run_settings", ["--env-id", "CartPole-v9"], "CartPole-v9")),
+        slow(("run_settings", ["--settings", "other_code"], "other_code needs --other-code DIR")),
+        slow(("run_settings", ["--settings", "other_code", "--other-code", "/nonexistent"], "--other-code: no script")),
         ("craftax_scan", ["--settings", "all_cores,fast"], "unknown setting 'fast'"),
-        ("craftax_scan", ["--env-id", "Craftax-v9"], "unknown environment 'Craftax-v9'"),
+        slow(("craftax_scan", ["--env-id", "Craftax-v9"], "unknown environment 'Craftax-v9'")),
         ("same_program", ["--other-code", str(ROOT), "--variants", "jax_linen", "--env-id", "NoSuchEnv-v0"], "NoSuchEnv"),
         ("same_returns", ["--other-code", str(ROOT), "--variants", "torch", "--env-id", "NoSuchEnv-v0"], "NoSuchEnv"),
-        ("same_returns", ["--other-code", str(ROOT), "--variants", "torch", "--backends", "envpool"], "envpool"),
+        slow(("same_returns", ["--other-code", str(ROOT), "--variants", "torch", "--backends", "envpool"], "envpool")),
     ],
 )
 def test_a_study_refuses_bad_input_before_any_run(study, flags, problem, tmp_path):

@@ -30,9 +30,14 @@ SHORT_ARGS = {**SHORT_ARGS, **QUIET}
 
 
 @needs("linen_nojit")
-@pytest.mark.parametrize(
+@pytest.mark.parametrize(  # two ways of reading by default, the other two under -m slow (a run of the script each)
     "read",
-    [float, lambda x: x.tolist(), lambda x: x.item(), lambda x: jax.device_get(x)],
+    [
+        float,
+        pytest.param(lambda x: x.tolist(), marks=pytest.mark.slow),
+        lambda x: x.item(),
+        pytest.param(lambda x: jax.device_get(x), marks=pytest.mark.slow),
+    ],
     ids=["float", "tolist", "item", "device_get"],
 )
 def test_a_read_back_to_the_host_in_the_timed_region_fails_the_run(monkeypatch, trap_host_reads, read):
