@@ -250,7 +250,7 @@ def environments(runs) -> list:
         for key in scores:
             low, high = (float(x) for x in np.ravel(ci[key]))
             row |= {key: float(point[key][0]), f"{key}_ci_low": low, f"{key}_ci_high": high}
-        row["learns"] = row["gain_ci_low"] > 0
+        row["learns"] = row["gain_ci_low"] > 0 if len(group) >= 2 else None  # one run's interval is the run itself
         rows.append(row)
     return rows
 
@@ -424,7 +424,7 @@ def environments_markdown(rows: list) -> list:
             interval(r, "final"),
             f"{r['random_return']:.1f} ({r['random_episodes']})",
             interval(r, "gain"),
-            "yes" if r["learns"] else "no",
+            "too few runs" if r["learns"] is None else "yes" if r["learns"] else "no",
             "-" if r["threshold"] is None else f"{r['runs_reaching']}/{r['runs']} (bar {r['threshold']:g})",
         ]
         for r in rows
@@ -463,7 +463,7 @@ def markdown(s: dict, learning: bool = True) -> str:
             " 10), not per env: more envs, fewer gradient steps per env step.",
             "",
         ]
-    if s["learning"] and learning:
+    if s["learning"] and s["learning"]["rows"] and learning:  # no rows: too few seeds to compare
         lines += learning_markdown(s["learning"])
         lines += [
             "",

@@ -351,3 +351,18 @@ def test_more_envs_are_told_as_each_variants_env_steps_a_second_over_its_own_at_
             [10, 10, 10]
         )
     assert "16 (16x) | 3 | 10.00 [10.00, 10.00]" in offpolicy.markdown(offpolicy.summary(runs))
+
+
+def test_one_run_of_an_environment_is_too_few_to_say_whether_it_learns_and_gives_no_empty_learning_table(tmp_path):
+    """A learn set's first seed alone: its one run's interval is the run itself, so no "yes"; and no learning table
+    with a head and no rows."""
+    for run in plan("--preset", "dqn-learn", "--repeats", "1").runs:
+        record = record_of(run, final_return=400.0)
+        record |= {"random_return": 20.0, "random_episodes": 40}
+        (tmp_path / f"{run.name}.json").parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f"{run.name}.json").write_text(json.dumps(record))
+    runs, _ = load_runs(tmp_path)
+    summary = offpolicy.summary(runs)
+    assert summary["environments"] and all(r["learns"] is None for r in summary["environments"])
+    text = offpolicy.markdown(summary)
+    assert "too few runs" in text and "| yes |" not in text and "P(improvement)" not in text
