@@ -138,7 +138,10 @@ def other_settings(record: dict, run: tuple) -> str:
     if why := other_args(args, run, record.get("device")):
         return why
     # a setting's run: its record shows the setting's flags, no more
-    if (shown := setting_name(str(record.get("variant")), args, declared(), settings_of(record))) != run.variant:
+    algorithm = Path(run.script).name.split("_", 1)[0]  # its own script's stacks and settings, not PPO's
+    if (
+        shown := setting_name(str(record.get("variant")), args, declared(algorithm=algorithm), settings_of(record))
+    ) != run.variant:
         return f"made as {shown}, the plan {run.variant}"
     return ""
 

@@ -6,6 +6,7 @@ tiny run of each from its command line writes a record of its work that compiles
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -335,3 +336,19 @@ def test_the_scaling_preset_steps_the_same_envs_an_iteration_at_every_count_in_e
     assert {int(name.split("__n")[1][:4]) for _, name in blocks} == {1, 4, 16, 64, 256}
     assert all(v == {"jax_linen", "torch", "torch_compile", *stacks} for v in blocks.values())
     assert len(blocks) == 5 * 5
+
+
+def test_a_record_of_every_stack_the_scaling_preset_runs_counts_as_made_as_planned():
+    """A DQN record names its stack from its own script's declared stacks, not PPO's: gymnasium-async, which only the
+    off-policy torch scripts declare, once made every such run's record stale, so the sweep failed it as no result."""
+    from bench.plan import load as load_plan
+    from bench.run_records import other_settings
+    from fixtures.script_args import parsed_args
+    from test_resume import command
+
+    runs = [r for r in load_plan(["--preset", "dqn-scaling", "--out", "/nonexistent/out"]).runs if "__n0004__" in r.name]
+    assert {r.variant for r in runs} >= {"torch+gymnasium-async", "torch_compile+gymnasium-async"}
+    for run in runs:
+        args = parsed_args(ROOT / run.script, command(run))
+        record = {"status": "ok", "variant": Path(run.script).stem.split("_", 1)[1], "args": args, "device": "cpu"}
+        assert other_settings(record, run) == "", run.name
