@@ -265,7 +265,7 @@ TOOLING = {
     "order": 5,
     "color": "tab:brown",
     "stacks": [
-        {"tag": "torchenv", "flags": "--env-backend torch", "color": "sienna"},
+        {"tag": "torchenv", "flags": "--env-backend torch", "color": "teal"},
         {"tag": "gymnasium", "flags": "--env-backend gymnasium", "color": "rosybrown"},
         {"tag": "gymnasium-async", "flags": "--env-backend gymnasium-async", "color": "peru"},
     ],

@@ -227,6 +227,9 @@ def train(args: Args) -> dict:
     # a function apart, called every target_network_frequency steps; the target it writes in place is parameters,
     # which CUDA graphs keep at static addresses
     target_step = compiled(lambda: move_target(q_network, target_network, args))
+    kept = copy.deepcopy(target_network.state_dict())  # compiled now, not in the iteration that first moves the target
+    target_step()
+    target_network.load_state_dict(kept)  # in place: the same tensors, as CUDA graphs and dynamo's guards want
 
     def env_step(carry: Carry, random: bool) -> Carry:
         """Act (random: uniformly; otherwise each env epsilon-greedy on the Q network), step every env, store the

@@ -331,7 +331,7 @@ TOOLING = {
     "color": "tab:brown",
     "compile_off_of": "torch_compile",
     "stacks": [
-        {"tag": "torchenv", "flags": "--env-backend torch", "color": "sienna"},
+        {"tag": "torchenv", "flags": "--env-backend torch", "color": "teal"},
         {"tag": "gymnasium", "flags": "--env-backend gymnasium", "color": "rosybrown"},
     ],
 }

@@ -334,7 +334,7 @@ TOOLING = {
     "order": 5,
     "color": "tab:brown",
     "stacks": [
-        {"tag": "torchenv", "flags": "--env-backend torch", "color": "sienna"},
+        {"tag": "torchenv", "flags": "--env-backend torch", "color": "teal"},
         {"tag": "gymnasium", "flags": "--env-backend gymnasium", "color": "rosybrown"},
     ],
 }

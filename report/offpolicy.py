@@ -481,7 +481,7 @@ def markdown(s: dict, learning: bool = True) -> str:
             "",
             f"Does {s.get('algorithm', 'SAC')} learn the environment? Final return as above, rliable's IQM over the runs and its"
             " stratified-bootstrap interval; random actions' return: the mean return of the episodes that ended in"
-            " the runs' random steps before learning (uniform actions in the bounds); final less random: each run's"
+            " the runs' random steps before learning (uniformly random actions); final less random: each run's"
             " final return less its random steps' return; above random actions: that interval lies above 0; the bar: the highest of report.learning's thresholds for the environment"
             " (MountainCarContinuous-v0's is Gymnasium's reward_threshold), reached by an iteration's mean return.",
             "",
