@@ -136,7 +136,8 @@ def test_the_layers_start_uniform_in_the_inverse_square_root_of_fan_in(name):
                 assert abs(kernel.std() / (bound / np.sqrt(3)) - 1) < 0.05 and abs(kernel.mean()) < 0.05 * bound
 
 
-@pytest.mark.parametrize("name", JAX)
+# NNX's by default, Equinox's under the slow marker (about 15 s), as DQN's and TD3's keep one by default
+@pytest.mark.parametrize("name", [n if n == "jax_nnx" else pytest.param(n, marks=pytest.mark.slow) for n in JAX])
 def test_from_linens_start_one_critic_and_one_actor_update_agree(name):
     """The script's networks take Linen's initial parameters; one critic update and one actor (and alpha) update on the
     same batch and noise leave the same losses and parameters as sac_jax_linen.py's, to float rounding."""

@@ -30,10 +30,10 @@ SHORT_ARGS = {**SHORT_ARGS, **QUIET}
 
 
 @needs("linen_nojit")
-@pytest.mark.parametrize(  # two ways of reading by default, the other two under -m slow (a run of the script each)
+@pytest.mark.parametrize(  # one way of reading by default, the other three under -m slow (a run of the script each)
     "read",
     [
-        float,
+        pytest.param(float, marks=pytest.mark.slow),
         pytest.param(lambda x: x.tolist(), marks=pytest.mark.slow),
         lambda x: x.item(),
         pytest.param(lambda x: jax.device_get(x), marks=pytest.mark.slow),
