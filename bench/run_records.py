@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from bench.outputs import write_atomic
+from bench.plan_runs import algorithm_of
 from bench.variants import NotALiteral, _number, _pairs, discover, script_defaults, setting_name, without_settings
 
 declared = functools.cache(discover)  # read once: a plan asks it of every record it finds
@@ -138,10 +139,8 @@ def other_settings(record: dict, run: tuple) -> str:
     if why := other_args(args, run, record.get("device")):
         return why
     # a setting's run: its record shows the setting's flags, no more
-    algorithm = Path(run.script).name.split("_", 1)[0]  # its own script's stacks and settings, not PPO's
-    if (
-        shown := setting_name(str(record.get("variant")), args, declared(algorithm=algorithm), settings_of(record))
-    ) != run.variant:
+    own = declared(algorithm=algorithm_of(run))  # its own algorithm's scripts' stacks and settings, not PPO's
+    if (shown := setting_name(str(record.get("variant")), args, own, settings_of(record))) != run.variant:
         return f"made as {shown}, the plan {run.variant}"
     return ""
 
