@@ -8,6 +8,7 @@ environment's threshold.
 """
 
 import re
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -65,8 +66,9 @@ def iqm_over_runs(scores):
     return np.sort(scores, axis=0)[cut : len(scores) - cut].mean(0)
 
 
-def interval_estimates(scores: dict, func, reps: int = RLIABLE_REPS):
-    """rliable's point estimates and stratified-bootstrap intervals, the same for the same scores."""
+def interval_estimates(scores: dict, func, reps: Optional[int] = None):
+    """rliable's point estimates and stratified-bootstrap intervals (RLIABLE_REPS resamples, read at the call), the
+    same for the same scores."""
     from rliable import library as rly  # here: arch, behind it, imports matplotlib
 
     # rliable's bootstraps draw their resamples from NumPy's global generator (np.random.choice in their
@@ -74,7 +76,7 @@ def interval_estimates(scores: dict, func, reps: int = RLIABLE_REPS):
     state = np.random.get_state()
     np.random.seed(SEED)
     try:
-        return rly.get_interval_estimates(scores, func, reps=reps)
+        return rly.get_interval_estimates(scores, func, reps=reps or RLIABLE_REPS)
     finally:
         np.random.set_state(state)
 

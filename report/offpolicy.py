@@ -17,13 +17,13 @@ from report.tables import table
 from report.timing import REFERENCE, compare, geometric_ratio, median_with_interval
 
 ALGORITHMS = {"sac": "SAC", "td3": "TD3", "dqn": "DQN"}  # the off-policy records' `algorithm`, and its name in a report
-# Each algorithm's learn environment, whose learning table the report gives; the seconds to its highest bar
-# (report.learning.THRESHOLDS: Pendulum-v1's -200, CartPole-v1's 475)
-LEARN_ENVS = {"sac": "Pendulum-v1", "td3": "Pendulum-v1", "dqn": "CartPole-v1"}
+# Each algorithm's learn environments, a learning table each (the first is its answer's); the seconds to each one's
+# highest bar (report.learning.THRESHOLDS: Pendulum-v1's -200, CartPole-v1's 475, FourRooms-misc's 1.0)
+LEARN_ENVS = {"sac": ("Pendulum-v1",), "td3": ("Pendulum-v1",), "dqn": ("CartPole-v1", "FourRooms-misc")}
 
 
-def learn_env(runs) -> str:
-    """The learn environment of the runs' algorithm (the first one's, where they hold several)."""
+def learn_envs(runs) -> tuple:
+    """The learn environments of the runs' algorithm (the first one's, where they hold several)."""
     return next(
         (LEARN_ENVS[r.record["algorithm"]] for r in runs if r.record.get("algorithm") in LEARN_ENVS), LEARN_ENVS["sac"]
     )
@@ -90,7 +90,7 @@ def timing(runs) -> list:
     """Per cell and variant: its steady iteration over jax_linen's (a compare() row; none in a cell without
     jax_linen's runs), the median steady seconds and the env and gradient steps a second they make."""
     check_settings(runs)
-    rows, first = [], learn_env(runs)
+    rows, first = [], learn_envs(runs)[0]
     cells = group_by([r for r in runs if r.experiment == "overall"], cell_of)
     for cell in sorted(cells, key=lambda c: (c[0] != first, c[0], c[1] != "c", c[2], c[3] == 0, c[3], c[4])):
         pool = cells[cell]
@@ -193,25 +193,27 @@ def env_scaling(runs) -> list:
     return rows
 
 
-def learned(runs) -> dict:
-    """The learn runs on the algorithm's learn environment (LEARN_ENVS): report.learning's section, with per variant
-    the median compilation seconds (iteration 0 less the steady iteration, of runs that compiled from cold) and the
-    median peak resident memory."""
-    env = learn_env(runs)
-    runs = [r for r in runs if r.experiment == "learn" and r.env == env]
-    if not runs:
-        return {}
-    section = learning.learn(env, runs)
-    extra = {}
-    for variant, group in group_by(runs, lambda r: r.variant).items():
-        cold = [r.record["iteration_durations"][0] - r.steady for r in group if not warm(r.record)]
-        memory = [r.record["peak_host_memory_mb"] for r in group if r.record.get("peak_host_memory_mb") is not None]
-        extra[variant] = {
-            "compile_seconds": median_with_interval(cold)[0] if cold else None,
-            "peak_host_mb": float(np.median(memory)) if memory else None,
-        }
-    kept = ("env", "seeds", "variants", "finals", "rows", "reach", "first", "steady")  # what summary.json holds
-    return {**{k: section[k] for k in kept}, "per_variant": extra}
+def learned(runs) -> list:
+    """Per learn environment of the algorithm (LEARN_ENVS) with learn runs, report.learning's section, with per
+    variant the median compilation seconds (iteration 0 less the steady iteration, of runs that compiled from cold) and
+    the median peak resident memory."""
+    sections = []
+    for env in learn_envs(runs):
+        group_env = [r for r in runs if r.experiment == "learn" and r.env == env]
+        if not group_env:
+            continue
+        section = learning.learn(env, group_env)
+        extra = {}
+        for variant, group in group_by(group_env, lambda r: r.variant).items():
+            cold = [r.record["iteration_durations"][0] - r.steady for r in group if not warm(r.record)]
+            memory = [r.record["peak_host_memory_mb"] for r in group if r.record.get("peak_host_memory_mb") is not None]
+            extra[variant] = {
+                "compile_seconds": median_with_interval(cold)[0] if cold else None,
+                "peak_host_mb": float(np.median(memory)) if memory else None,
+            }
+        kept = ("env", "seeds", "variants", "finals", "rows", "reach", "first", "steady")  # what summary.json holds
+        sections.append({**{k: section[k] for k in kept}, "per_variant": extra})
+    return sections
 
 
 def environments(runs) -> list:
@@ -219,7 +221,7 @@ def environments(runs) -> list:
     each run's final return less its random steps' (the mean return of the episodes that ended among them: random
     actions'), each with its stratified-bootstrap interval. It is above random actions where the second interval lies
     above 0."""
-    rows, first = [], learn_env(runs)
+    rows, first = [], learn_envs(runs)[0]
     learn = group_by([r for r in runs if r.experiment == "learn"], lambda r: (r.env, r.variant))
     iqm = lambda s: np.array([learning.iqm_over_runs(s[:, 0])])
     for env, variant in sorted(learn, key=lambda k: (k[0] != first, k[0], VARIANTS.index(k[1]))):
@@ -463,16 +465,17 @@ def markdown(s: dict, learning: bool = True) -> str:
             " 10), not per env: more envs, fewer gradient steps per env step.",
             "",
         ]
-    if s["learning"] and s["learning"]["rows"] and learning:  # no rows: too few seeds to compare
-        lines += learning_markdown(s["learning"])
+    for section in (s["learning"] or []) if learning else []:
+        if not section["rows"]:  # too few seeds to compare
+            continue
+        lines += learning_markdown(section)
         lines += [
             "",
-            f"Learning: {s['learning']['env']}, final return (the mean return of the episodes that ended in the last tenth of the"
-            " iterations, at least one: docs/record.md), rliable's"
-            " IQM and probability of improvement with stratified-bootstrap intervals; seconds to a return of"
-            f" {target(s['learning']['env']):g}: from the start of train(), setup, random steps and compilation included, over the runs"
-            " that reach it; compile s: iteration 0 less the steady iteration (cold caches); memory: the"
-            " process's peak resident set.",
+            f"Learning: {section['env']}, final return (the mean return of the episodes that ended in the last tenth of"
+            " the iterations, at least one: docs/record.md), rliable's IQM and probability of improvement with"
+            f" stratified-bootstrap intervals; seconds to a return of {target(section['env']):g}: from the start of"
+            " train(), setup, random steps and compilation included, over the runs that reach it; compile s: iteration"
+            " 0 less the steady iteration (cold caches); memory: the process's peak resident set.",
             "",
         ]
     if s.get("environments") and learning:

@@ -288,6 +288,16 @@ def pytest_collection_finish(session):
 
 
 @pytest.fixture
+def few_resamples(monkeypatch):
+    """rliable's bootstraps at 200 resamples, not the reports' 2,000: for a test whose verdicts are far from their
+    bounds (made-up returns), where the resamples are most of its time. Never for a test that checks a committed
+    report's numbers, which were made with the 2,000."""
+    from report import learning
+
+    monkeypatch.setattr(learning, "RLIABLE_REPS", 200)
+
+
+@pytest.fixture
 def background(request):
     """What the test's @in_background work returned (waiting for it, if it has not finished)."""
     return _work[request.node.nodeid].result()

@@ -246,7 +246,11 @@ def test_the_off_policy_report_reads_dqns_records_as_one_gradient_step_every_tra
             (tmp_path / "overall").mkdir(exist_ok=True)
             (tmp_path / "overall" / f"{variant}__CartPole-v1__s__seed{seed}.json").write_text(json.dumps(record))
     runs, failures = load_runs(tmp_path)
-    assert not failures and offpolicy.learn_env(runs) == "CartPole-v1" and offpolicy.target("CartPole-v1") == 475
+    assert (
+        not failures
+        and offpolicy.learn_envs(runs) == ("CartPole-v1", "FourRooms-misc")
+        and offpolicy.target("CartPole-v1") == 475
+    )
     rows = {r["variant"]: r for r in offpolicy.summary(runs, learning=False)["timing"]}
     assert rows["jax_linen"]["cell"] == "CartPole-v1, s (64x64), 1 env, UTD 0.1"
     assert rows["jax_linen"]["env_steps_per_second"] == pytest.approx(1000) and rows["torch"]["ratio"] == pytest.approx(3)
@@ -353,3 +357,29 @@ def test_a_record_of_every_stack_the_scaling_preset_runs_counts_as_made_as_plann
         args = parsed_args(ROOT / run.script, command(run))
         record = {"status": "ok", "variant": Path(run.script).stem.split("_", 1)[1], "args": args, "device": "cpu"}
         assert other_settings(record, run) == "", run.name
+
+
+def test_a_dqn_learn_set_compares_the_variants_on_each_of_its_environments(tmp_path, few_resamples):
+    """dqn-learn's report holds a learning table, probability of improvement over Linen included, for CartPole-v1 AND
+    the gridworld: torch made to learn the gridworld worse is told so there, and like Linen on CartPole-v1."""
+    from bench.plan import load as load_plan
+    from report import offpolicy
+    from report.records import load_runs
+    from test_sac_sweep import record_of
+
+    made = load_plan(["--preset", "dqn-learn", "--variants", "jax_linen,torch", "--out", "/nonexistent/out"])
+    for run in made.runs:
+        worse = run.variant == "torch" and run.env == "FourRooms-misc"
+        final = (0.3 if worse else 1.0) if run.env == "FourRooms-misc" else 480.0 + run.seed
+        record = record_of(run, final_return=final)
+        (tmp_path / f"{run.name}.json").parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f"{run.name}.json").write_text(json.dumps(record))
+    runs, failures = load_runs(tmp_path)
+    assert not failures
+    summary = offpolicy.summary(runs)
+    sections = {s["env"]: {r["variant"]: r for r in s["rows"]} for s in summary["learning"]}
+    assert list(sections) == ["CartPole-v1", "FourRooms-misc"]
+    assert sections["CartPole-v1"]["torch"]["verdict"] == "learns like the reference"
+    assert sections["FourRooms-misc"]["torch"]["verdict"] == "learns worse than the reference"
+    text = offpolicy.markdown(summary)
+    assert "Learning: CartPole-v1" in text and "Learning: FourRooms-misc" in text

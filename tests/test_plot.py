@@ -607,7 +607,7 @@ def test_learn_runs_too_short_to_end_an_episode_still_get_their_report(tmp_path)
     assert (d / "learn_Freeway-MinAtar.png").exists() and "Freeway-MinAtar" in (d / "summary.md").read_text()
 
 
-def test_an_environment_with_two_thresholds_gets_the_time_to_each(monkeypatch):
+def test_an_environment_with_two_thresholds_gets_the_time_to_each(monkeypatch, few_resamples):
     monkeypatch.setitem(learning.THRESHOLDS, "Breakout-MinAtar", (8.0, 6.0))
     runs = [  # 6 first reached at iteration 2, 8 at iteration 4 by seeds 1-3; seed 4 holds below 8
         records.Run(
@@ -624,7 +624,7 @@ def test_an_environment_with_two_thresholds_gets_the_time_to_each(monkeypatch):
     assert "reach 8 [95% CI]" in text and "reach 6 [95% CI]" in text and "thresholds, 8 and 6" in text
 
 
-def test_learning_is_compared_on_each_environment_with_its_own_threshold(tmp_path):
+def test_learning_is_compared_on_each_environment_with_its_own_threshold(tmp_path, few_resamples):
     d = tmp_path / "learn"
     for seed in (1, 2, 3):
         for variant, slow in (("jax_linen", 1), ("torch", 3)):

@@ -128,7 +128,8 @@ def test_the_off_policy_report_gives_each_cells_ratio_and_the_learning(tmp_path)
     for cell in cells:
         assert rows[cell, "torch"]["ratio"] == pytest.approx(2.0) and rows[cell, "torch"]["n_blocks"] == 3
         assert rows[cell, "jax_nnx"]["ratio"] == pytest.approx(1.0)
-    learned = {r["variant"]: r for r in s["learning"]["rows"]}
+    (section,) = s["learning"]
+    learned = {r["variant"]: r for r in section["rows"]}
     assert learned["torch"]["iqm"] < learned["jax_linen"]["iqm"] - 90
     assert learned["torch"]["verdict"] == "learns worse than the reference"
     assert learned["jax_nnx"]["verdict"] == "learns like the reference"
