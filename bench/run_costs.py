@@ -281,6 +281,12 @@ class Prices:
         return text + (", a size not measured there priced as size s" if self.from_gpu else "")
 
 
+def abbreviated(names) -> list:
+    """At most four of the names, sorted: three and "N more" where there are more."""
+    shown = sorted(names)
+    return shown if len(shown) <= 4 else [*shown[:3], f"{len(shown) - 3} more"]
+
+
 def estimate(lines, costs: Path = COSTS, at_once: int = 1, gpu: bool = False, source: bool = True, cpu=None) -> str:
     """One line: the estimated duration of the runs given as "VARIANT ENV SIZE ITERATIONS [SEEDS]" lines, `at_once` at a
     time, and (source) what it comes from (Prices: costs, gpu and cpu)."""
@@ -306,13 +312,13 @@ def estimate(lines, costs: Path = COSTS, at_once: int = 1, gpu: bool = False, so
             unknown.add(f"{variant.split('+')[0] if variant not in prices.measured else variant} at size {size}")
         else:
             total, known = total + seconds, known + 1
+    if not known and unknown:  # "estimated 0:00 for 0 runs" would read as a sweep of no cost
+        return f"no estimate: no measured cost for {', '.join(abbreviated(unknown))} (bench/costs: {prices.source()})"
     text = f"estimated {duration(total / at_once)} for {known} runs" + (f", {at_once} at a time" if at_once > 1 else "")
     if source:
         text += ("; " if gpu and not prices.from_gpu else ", ") + prices.source()
     if unknown:
-        shown = sorted(unknown)
-        shown = shown if len(shown) <= 4 else [*shown[:3], f"{len(shown) - 3} more"]
-        text += f"; no measured cost for {', '.join(shown)}: their runs are not counted"
+        text += f"; no measured cost for {', '.join(abbreviated(unknown))}: their runs are not counted"
     if unmeasured_envs:  # priced as a typical env, which a dear env's step may exceed many times over
         text += f"; {', '.join(sorted(unmeasured_envs))} never measured: priced as a typical environment, too low if its step is dear"
     return text

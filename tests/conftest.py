@@ -289,12 +289,14 @@ def pytest_collection_finish(session):
 
 @pytest.fixture
 def few_resamples(monkeypatch):
-    """rliable's bootstraps at 200 resamples, not the reports' 2,000: for a test whose verdicts are far from their
-    bounds (made-up returns), where the resamples are most of its time. Never for a test that checks a committed
-    report's numbers, which were made with the 2,000."""
-    from report import learning
+    """The reports' bootstraps at a tenth of their resamples (rliable's 200, not 2,000; the ratios' 1,000, not 10,000):
+    for a test of made-up records whose verdicts and bounds are far from the edges, where the resamples are most of its
+    time. Never for a test that checks a committed report's numbers, which were made with the full counts."""
+    from report import learning, timing
 
     monkeypatch.setattr(learning, "RLIABLE_REPS", 200)
+    monkeypatch.setattr(learning, "CURVE_REPS", 100)
+    monkeypatch.setattr(timing, "BOOTSTRAP", {**timing.BOOTSTRAP, "n_resamples": 1_000})
 
 
 @pytest.fixture

@@ -421,6 +421,7 @@ def test_each_run_compiles_into_caches_of_its_own_removed_when_it_ends(tmp_path)
     assert list(tmp.iterdir()) == []  # each removed, the timed-out runs' too
 
 
+@pytest.mark.slow  # the slowest sweep here; the caches a run gets keep a check by default (the test above)
 def test_the_runs_that_time_steady_iterations_share_the_sweeps_caches_and_compile_runs_start_cold(tmp_path):
     """By default the scaling runs (steady iterations) share OUT/.caches, caches on; the compile experiment's runs get
     empty caches of their own, caches off: only they measure compiling."""
@@ -480,7 +481,15 @@ def test_a_sweep_is_not_resumed_on_another_cpu_model(tmp_path):
     assert {p for p in run_files(out)} >= expected_fake_names(1)
 
 
-@pytest.mark.parametrize("variable", ["GLIBC_TUNABLES", "XLA_FLAGS", "GOMP_SPINCOUNT"])
+# XLA_FLAGS by default; the other two take the same path (a sweep, then a resume refused), with -m slow
+@pytest.mark.parametrize(
+    "variable",
+    [
+        pytest.param("GLIBC_TUNABLES", marks=pytest.mark.slow),
+        "XLA_FLAGS",
+        pytest.param("GOMP_SPINCOUNT", marks=pytest.mark.slow),
+    ],
+)
 def test_a_sweep_is_not_resumed_under_another_setting(tmp_path, variable):
     """glibc's tunables change how fast memory is had again after a free, XLA_FLAGS how XLA runs: an OUT timed with
     one setting is refused under another (or none) before anything runs, and resumed under the same."""
@@ -506,6 +515,7 @@ def test_a_sweep_is_not_resumed_under_another_setting(tmp_path, variable):
     assert {p for p in run_files(out)} >= expected_fake_names(1)
 
 
+@pytest.mark.slow  # the cold caches' tmpdir, which test_each_run_compiles_into_caches_of_its_own... checks by default
 def test_a_cold_run_has_a_tmpdir_of_its_own_which_goes_with_it(tmp_path):
     """Inductor keeps a precompiled header in TMPDIR, outside its caches: a cold run that found one would not be cold."""
     tmp = tmp_path / "tmp"
@@ -737,6 +747,7 @@ def test_the_gpu_presets_compile_experiment_runs_every_variant_and_setting_cold(
     assert variants == {v.name for v in discover() if not v.stack and v.name != "linen_nojit"}
 
 
+@pytest.mark.slow  # two plans of the gpu preset; its parts keep a check by default
 def test_a_gpu_only_setting_runs_beside_its_script_on_a_gpu_and_keeps_its_index_everywhere(tmp_path):
     flags = ["--preset", "gpu", "--out", str(tmp_path / "out")]
     gpu = sweep(*flags, "--dry-run", env=machine(tmp_path / "gpu", gpus=["0"]))
@@ -874,6 +885,7 @@ def test_a_record_made_with_other_settings_is_run_again_never_counted_done(tmp_p
     assert summary(same.stdout) == (0, 2, 0)
 
 
+@pytest.mark.slow  # two sweeps; the same path as other settings', checked by default
 def test_a_record_made_with_other_compiler_caches_is_stale(tmp_path):
     """Records that loaded their programs from warm caches are not what --caches cold asks for: run again, not done."""
     out, (python, _) = tmp_path / "out", stub_python(tmp_path)
@@ -888,6 +900,7 @@ def test_a_record_made_with_other_compiler_caches_is_stale(tmp_path):
     assert warm.returncode == 0 and "(2 already done)" in warm.stdout, warm.stdout
 
 
+@pytest.mark.slow  # two sweeps; a record made otherwise is checked by default
 def test_a_truncated_record_is_named_as_corrupt_and_kept_with_keep_stale(tmp_path):
     out, (python, _) = tmp_path / "out", stub_python(tmp_path)
     flags = ["--preset", "quick", "--experiments", "overall", "--variants", "jax_linen,torch", "--out", str(out)]
@@ -906,6 +919,7 @@ def tree(directory: Path) -> dict:
     return {str(p): (p.read_bytes(), p.stat().st_mtime_ns) if p.is_file() else None for p in directory.rglob("*")}
 
 
+@pytest.mark.slow  # two sweeps; a record made otherwise is checked by default
 def test_keep_stale_refuses_to_replace_a_record_made_with_other_settings(tmp_path):
     """--keep-stale: a sweep that would replace records made with other settings is refused in one line naming the
     first, why and how many, before it writes or measures anything; a --task of such a run too; --dry-run lists them;
@@ -1065,6 +1079,7 @@ def test_an_out_with_a_space_is_refused_where_torch_compile_runs(tmp_path):
     assert sweep(*flags, "--variants", "jax_linen,torch").returncode == 0
 
 
+@pytest.mark.slow  # several plans; the options' refusals keep their checks by default
 def test_a_repeated_env_variant_or_size_is_planned_once_with_a_note(tmp_path):
     flags = ["--preset", "quick", "--experiments", "overall", "--dry-run", "--out", str(tmp_path / "out")]
     proc = sweep(*flags, "--envs", "CartPole-v1,Acrobot-v1,CartPole-v1", "--variants", "torch,torch", "--sizes", "s,s")

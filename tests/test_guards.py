@@ -17,6 +17,12 @@ from report import front, timing_figures
 from test_plot import plot, record, write  # plot.py loaded as a module; a schema-1 record plot.py reads
 
 
+@pytest.fixture(autouse=True)
+def _few_resamples(few_resamples):
+    """Every test here reads made-up records (or committed ones it compares with themselves): the reports' bootstraps at
+    a tenth of their resamples (conftest's few_resamples)."""
+
+
 def a_sweep(directory):
     """Two variants' overall runs of CartPole-v1 at s, two seeds: enough for plot.py's report."""
     for variant, factor in (("jax_linen", 1.0), ("torch", 2.0)):

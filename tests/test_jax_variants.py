@@ -62,7 +62,10 @@ def rise_run(variant: str, **flags):
     return record, programs.names
 
 
-@pytest.mark.parametrize("variant", [v if v == "jax_nnx" else pytest.param(v, marks=pytest.mark.slow) for v in JIT_VARIANTS])
+# With -m slow (a run each, 22 s on 2 cores): by default every script's record says 0 compiles after iteration 0
+# (test_contract.py); this one names the program XLA compiled.
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", JIT_VARIANTS)
 def test_jit_variant_compiles_its_iteration_once(variant):
     record, names = rise_run(variant)
     assert names["jit(iteration)"] == 1, names  # compiled on iteration 0, reused by the 5 others
@@ -198,14 +201,10 @@ def test_network_is_linens_network(variant):
     assert logits.dtype == value.dtype == jnp.float32
 
 
-@pytest.mark.parametrize(
-    "variant",
-    [
-        v if v != "jax_equinox" else pytest.param(v, marks=pytest.mark.slow)
-        for v in ("jax_nnx", "jax_equinox")
-        if v in JIT_VARIANTS
-    ],
-)
+# Two runs each, about 30 s on 2 cores: with -m slow. By default SAC's, TD3's and DQN's same-start updates
+# (test_sac_jax.py, test_td3_jax.py, test_dqn.py) and PPO's loss (test_equivalence.py) check the same programs.
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", [v for v in ("jax_nnx", "jax_equinox") if v in JIT_VARIANTS])
 @needs("jax_linen")
 def test_started_from_linens_parameters_it_runs_linens_run(variant, monkeypatch):
     """The same seed draws the same actions, permutations and env steps in every JAX script; only the initial

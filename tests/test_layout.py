@@ -8,7 +8,7 @@ import inspect
 import pytest
 
 from benchback import gymnax_envs
-from conftest import DECLARED, ONE_PER_FRAMEWORK_SLOW, QUIET, ROOT, SCRIPTS, VARIANTS, load
+from conftest import DECLARED, QUIET, ROOT, SCRIPTS, VARIANTS, load
 
 MOST_CALLS = 4
 
@@ -63,7 +63,8 @@ def recorder(script: str, stepped):
     return seen, step
 
 
-@pytest.mark.parametrize("variant", ONE_PER_FRAMEWORK_SLOW)
+# torch's by default; Linen's run (15 s on 2 cores) and the others with -m slow
+@pytest.mark.parametrize("variant", [v if v == "torch" else pytest.param(v, marks=pytest.mark.slow) for v in VARIANTS])
 def test_at_most_four_calls_from_train_to_the_environment_step(variant, monkeypatch):
     """gymnax's env.step, in every script: vmapped in the rollout's scan (JAX), or in the step the torch scripts' envs
     jit (benchback/torch_envs.py). The functions between train and it, the shared modules' counted, are at most four."""

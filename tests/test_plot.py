@@ -15,6 +15,13 @@ import pytest
 from conftest import ROOT, in_background
 from report import learning, learning_markdown, records, timing
 
+
+@pytest.fixture(autouse=True)
+def _few_resamples(few_resamples):
+    """Every test here reads made-up records (or committed ones it compares with themselves): the reports' bootstraps at
+    a tenth of their resamples (conftest's few_resamples)."""
+
+
 spec = importlib.util.spec_from_file_location("benchback_plot", ROOT / "plot.py")
 plot = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(plot)
@@ -368,7 +375,7 @@ def test_records_of_two_devices_give_two_reports_and_no_ratio_across_them(tmp_pa
     assert steady["ratio"] == pytest.approx(2) and steady["n_blocks"] == 4
 
 
-@pytest.mark.parametrize("device", ["NVIDIA H100 80GB HBM3", "cpu"])
+@pytest.mark.parametrize("device", ["NVIDIA H100 80GB HBM3", pytest.param("cpu", marks=pytest.mark.slow)])
 def test_on_a_gpu_the_answer_marks_the_environment_whose_step_waits_for_the_host(tmp_path, device):
     """Asterix-MinAtar's lax.while_loop costs a host round trip per trip on a GPU only: a GPU's report names it beside
     the answer's figure (and daggers its name there); a CPU's report of the same runs says nothing of it."""
@@ -394,19 +401,21 @@ KEEP = {"GLIBC_TUNABLES": "glibc.malloc.mmap_max=0"}
             {"model": "Intel Xeon (family 6, model 143)", "cores": 2},
             ["AMD-EPYC-family-25-model-1-2-cores", "Intel-Xeon-family-6-model-143-2-cores"],
         ),
-        (  # one CPU, another allocator setting: glibc told to keep freed memory changes an allocating call's time
+        pytest.param(  # one CPU, another allocator setting: glibc told to keep freed memory changes an allocating call's time
             {"model": EPYC, "cores": 2, "allocator": {**KEEP, "LD_PRELOAD": None}},
             [
                 "AMD-EPYC-family-25-model-1-2-cores",
                 "AMD-EPYC-family-25-model-1-2-cores-GLIBC-TUNABLES-glibc.malloc.mmap-max-0",
             ],
+            marks=pytest.mark.slow,  # the settings' names: the same report path as two CPU models', with -m slow
         ),
-        (  # one CPU, other XLA_FLAGS: XLA told to keep each operation on one thread
+        pytest.param(  # one CPU, other XLA_FLAGS: XLA told to keep each operation on one thread
             {"model": EPYC, "cores": 2, "xla_flags": "--xla_cpu_multi_thread_eigen=false"},
             [
                 "AMD-EPYC-family-25-model-1-2-cores",
                 "AMD-EPYC-family-25-model-1-2-cores-XLA-FLAGS-xla-cpu-multi-thread-eigen-false",
             ],
+            marks=pytest.mark.slow,
         ),
     ],
 )
@@ -484,6 +493,7 @@ def test_plot_fails_clearly_on_a_missing_or_empty_dir(make, tmp_path, capsys):
     assert err[-1].startswith("error: ") and ("not a directory" in err[-1] or "no run records" in err[-1])
 
 
+@pytest.mark.slow  # the answer's ratios keep their default checks (the known ratios and verdicts above); 21 s on 2 cores
 def test_the_answer_finds_a_gap_that_grows_with_the_model_per_cell_and_per_size(tmp_path):
     """torch takes 2x jax_linen's time at size s, 3x at m and 4x at l, on every env; NNX the same as Linen. Each
     block is slower or faster as a whole (the machine's drift): the ratios must come back with intervals."""
@@ -607,7 +617,7 @@ def test_learn_runs_too_short_to_end_an_episode_still_get_their_report(tmp_path)
     assert (d / "learn_Freeway-MinAtar.png").exists() and "Freeway-MinAtar" in (d / "summary.md").read_text()
 
 
-def test_an_environment_with_two_thresholds_gets_the_time_to_each(monkeypatch, few_resamples):
+def test_an_environment_with_two_thresholds_gets_the_time_to_each(monkeypatch):
     monkeypatch.setitem(learning.THRESHOLDS, "Breakout-MinAtar", (8.0, 6.0))
     runs = [  # 6 first reached at iteration 2, 8 at iteration 4 by seeds 1-3; seed 4 holds below 8
         records.Run(
@@ -624,7 +634,7 @@ def test_an_environment_with_two_thresholds_gets_the_time_to_each(monkeypatch, f
     assert "reach 8 [95% CI]" in text and "reach 6 [95% CI]" in text and "thresholds, 8 and 6" in text
 
 
-def test_learning_is_compared_on_each_environment_with_its_own_threshold(tmp_path, few_resamples):
+def test_learning_is_compared_on_each_environment_with_its_own_threshold(tmp_path):
     d = tmp_path / "learn"
     for seed in (1, 2, 3):
         for variant, slow in (("jax_linen", 1), ("torch", 3)):
@@ -726,6 +736,7 @@ def test_an_incomplete_or_foreign_json_is_skipped_with_a_warning_naming_the_file
     assert "6 runs from" in summary and "5 files skipped" in summary
 
 
+@pytest.mark.slow  # a fresh interpreter's imports, 12 s on 2 cores
 def test_the_statistics_import_and_compute_without_matplotlib():
     """The statistics and the report are functions over the runs: with matplotlib out of reach they import and give
     their numbers; only the figures need it."""

@@ -61,7 +61,8 @@ def eager_adam(adam):
     return lambda params, lr, eps, **_: adam(params, lr=lr, eps=eps, fused=True)
 
 
-CASES = [*ONE_PER_FRAMEWORK_SLOW, ("jax_linen", {"rollout": "python"}), ("torch", {"env_backend": "torch"})]
+CASES = [*ONE_PER_FRAMEWORK_SLOW, pytest.param(("jax_linen", {"rollout": "python"}), marks=pytest.mark.slow)]
+CASES += [("torch", {"env_backend": "torch"})]
 CASES += [pytest.param(("torch_compile", {"env_backend": "torch"}), marks=pytest.mark.slow)]
 
 

@@ -91,7 +91,7 @@ def test_an_estimate_for_a_gpu_is_derived_from_the_cpu_costs_and_says_so(tmp_pat
     # torch never ran at size m, nor its setting torch+graphs anywhere: on the CPU neither is counted; for a GPU every
     # size is priced as size s, and the setting as its script: 150 x (8 + 1 + 1 + 2 x 1.0) s = 0:30.
     lines = ["torch CartPole-v1 m 3"] * 100 + ["torch+graphs CartPole-v1 l 3"] * 50
-    assert run_costs.estimate(lines, costs).startswith("estimated 0:00 (h:mm) for 0 runs")
+    assert run_costs.estimate(lines, costs).startswith("no estimate: no measured cost for torch at size l, torch at size m (")
     assert run_costs.estimate(lines, costs, gpu=True) == (
         "estimated 0:30 (h:mm) for 150 runs; estimate from CPU costs; a GPU will differ"
         " (runs measured on Test CPU, every size priced as size s)"
@@ -227,6 +227,9 @@ def test_an_off_policy_run_is_priced_whole_by_its_name_but_the_seed_not_as_a_ppo
     assert run_costs.estimate(lines, costs, source=False, cpu="Test CPU").startswith("estimated 0:27 (h:mm) for 2 runs")
     line = run_costs.estimate([*lines, "run jax dqn overall/jax_linen__CartPole-v1__d__n0001__seed1"], costs, cpu="Test CPU")
     assert "for 2 runs" in line and "no measured cost for dqn overall/jax_linen__CartPole-v1__d__n0001" in line
+    # none of the runs priced: no "estimated 0:00 for 0 runs", which reads as a sweep that costs nothing
+    line = run_costs.estimate(["run jax dqn learn/jax_linen__CartPole-v1__d__seed3"], costs, cpu="Test CPU")
+    assert line.startswith("no estimate: no measured cost for dqn learn/jax_linen__CartPole-v1__d (") and "0:00" not in line
 
 
 def test_a_preset_of_td3_runs_is_estimated_from_td3s_records_not_ppos():

@@ -20,6 +20,13 @@ from report import offpolicy
 from report.records import load_runs
 from test_resume import command
 
+
+@pytest.fixture(autouse=True)
+def _few_resamples(few_resamples):
+    """Every test here reads made-up records (or committed ones it compares with themselves): the reports' bootstraps at
+    a tenth of their resamples (conftest's few_resamples)."""
+
+
 FRAMEWORKS = ("jax_linen", "jax_nnx", "jax_equinox", "torch", "torch_compile")
 SCRIPTS = {f"sac_{v}.py" for v in FRAMEWORKS}
 
@@ -64,7 +71,8 @@ def record_of(run, steady: float = 1.0, final_return=None) -> dict:
     }
 
 
-@pytest.mark.parametrize("preset, cells", [("sac", SAC_CELLS), ("td3", TD3_CELLS)])
+# TD3's with -m slow: its plan is SAC's with fewer cells (bench/presets.py)
+@pytest.mark.parametrize("preset, cells", [("sac", SAC_CELLS), pytest.param("td3", TD3_CELLS, marks=pytest.mark.slow)])
 def test_an_off_policy_preset_runs_every_script_of_its_algorithm_in_whole_blocks_of_each_cell(preset, cells):
     made = plan("--preset", preset)
     blocks = defaultdict(set)

@@ -95,6 +95,7 @@ def test_list_numbers_every_run_of_the_plan_once_and_the_same_each_time(tmp_path
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow  # two processes' whole sweep, 26 s on 2 cores; the tasks' own checks below stay by default
 def test_every_task_run_by_two_processes_at_once_gives_the_serial_sweeps_records_each_run_once(tmp_path):
     flags = [*FAKE_PLAN, "--repeats", "3"]
     python, ledger = ledger_python(tmp_path)

@@ -10,6 +10,8 @@ import functools
 import subprocess
 import sys
 
+import pytest
+
 from conftest import HARNESS_LINE, ROOT, SCRIPTS, framework, script_parts
 
 # What a script of a framework writes its own way below the line: how its seeds are stacked (NNX's modules, Equinox's
@@ -183,6 +185,7 @@ def probe(root, *groups) -> list:
 JAX_SIDE = ["benchback." + p.stem for p in SHARED if p.stem not in ("__init__", "torch_envs", "torch_ports", "gymnasium_envs")]
 
 
+@pytest.mark.slow  # a fresh interpreter per shared module, 20 s on 2 cores
 def test_importing_a_shared_module_registers_nothing_and_the_jax_side_loads_no_torch():
     every = ["benchback." + p.stem for p in SHARED if p.stem != "__init__"]
     assert probe(ROOT, JAX_SIDE, every) == [(False, False), (False, True)]

@@ -49,6 +49,7 @@ def test_a_torch_script_on_its_own_envs_does_the_gymnax_runs_work(variant, backe
     assert ("gymnasium" in record["versions"]) == (backend == "gymnasium")
 
 
+@pytest.mark.slow  # a run of 20 s on 2 cores; torch_compile's on the same environments stays by default (below)
 @needs("torch")
 def test_eager_torch_on_its_own_environments_compiles_nothing_after_iteration_0(tmp_path):
     """In a process of its own, where gymnax's Acrobot-v1 is first built for the record after the last iteration: what

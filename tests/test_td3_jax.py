@@ -262,7 +262,8 @@ def test_the_actor_and_its_targets_move_every_policy_frequency_gradient_steps(na
     assert int(learner.critic.step[...] if name == "jax_nnx" else learner.critic.step) == 2
 
 
-@pytest.mark.parametrize("name", JAX)
+# Equinox's with -m slow (as SAC's): NNX's stays by default
+@pytest.mark.parametrize("name", ["jax_nnx", pytest.param("jax_equinox", marks=pytest.mark.slow)])
 def test_from_linens_start_one_critic_and_one_actor_update_agree(name):
     """The script's networks and targets take Linen's parameters; one critic update and one actor update (with the
     targets' move) on the same batch and noise leave the same losses and parameters as td3_jax_linen.py's, to float
