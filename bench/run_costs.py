@@ -313,7 +313,9 @@ def estimate(lines, costs: Path = COSTS, at_once: int = 1, gpu: bool = False, so
         else:
             total, known = total + seconds, known + 1
     if not known and unknown:  # "estimated 0:00 for 0 runs" would read as a sweep of no cost
-        return f"no estimate: no measured cost for {', '.join(abbreviated(unknown))} (bench/costs: {prices.source()})"
+        return f"no estimate: no measured cost for {', '.join(abbreviated(unknown))}" + (
+            f" ({prices.source()})" if source else ""
+        )
     text = f"estimated {duration(total / at_once)} for {known} runs" + (f", {at_once} at a time" if at_once > 1 else "")
     if source:
         text += ("; " if gpu and not prices.from_gpu else ", ") + prices.source()
