@@ -1,0 +1,54 @@
+"""studies/search.py: Optuna's search one trial at a time, resumed from its SQLite storage; bad input refused."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+
+def search(*flags):
+    return subprocess.run([sys.executable, "-m", "studies.search", *flags], cwd=ROOT, capture_output=True, text=True)
+
+
+@pytest.mark.parametrize(
+    "flags, said",
+    [
+        (["--algorithm", "sac"], "--algorithm must be one of ppo, dqn"),
+        (["--variant", "jax_flax"], "--variant must be one of"),
+        (["--trials", "0"], "--trials must be at least 1"),
+        (["--params", "learning_rate,momentum"], "--params: momentum not among"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2_and_writes_nothing(tmp_path, flags, said):
+    out = tmp_path / "study"
+    done = search(*flags, "--out", str(out))
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and said in lines[0], done.stderr
+    assert not out.exists()
+
+
+def test_a_storage_it_cannot_write_is_refused_before_any_trial(tmp_path):
+    (tmp_path / "file").write_text("")
+    done = search("--out", str(tmp_path / "file" / "study"))
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and "is a file" in done.stderr
+
+
+@pytest.mark.slow  # three PPO trainings of two iterations, each compiling: about a minute on 2 cores
+def test_a_search_resumes_where_it_stopped_with_the_trials_it_had(tmp_path):
+    out = tmp_path / "study"
+    flags = ["--variant", "jax_linen", "--total-timesteps", "16384", "--out", str(out)]
+    first = search(*flags, "--trials", "2")
+    assert first.returncode == 0, first.stderr
+    made = {p.name: p.read_text() for p in (out / "trials").glob("*.json")}
+    assert sorted(made) == ["trial-0000.json", "trial-0001.json"] and (out / "study.db").exists()
+    again = search(*flags, "--trials", "3")
+    assert again.returncode == 0 and "resuming" in again.stdout and "2 of 3 trials completed" in again.stdout
+    now = {p.name: p.read_text() for p in (out / "trials").glob("*.json")}
+    assert len(now) == 3 and all(now[name] == text for name, text in made.items())  # the first two kept as they were
+    summary = json.loads((out / "search.json").read_text())
+    assert summary["completed"] == 3 and [r["trial"] for r in summary["trials"]] == [0, 1, 2]
+    params = [json.loads(text)["search"]["params"] for text in now.values()]
+    assert len({p["learning_rate"] for p in params}) == 3  # TPE suggested three configurations, not one three times
