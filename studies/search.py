@@ -97,7 +97,6 @@ def main(argv=None) -> int:
         study_name=f"{a.algorithm}-{a.variant}-{space['env_id']}",
         storage=f"sqlite:///{out / 'study.db'}",
         direction="maximize",
-        sampler=optuna.samplers.TPESampler(seed=a.seed),
         load_if_exists=True,
     )
     # A seeded sampler made again on resume would repeat its first suggestions (its random start draws anew from the
@@ -141,8 +140,11 @@ def main(argv=None) -> int:
     before = sum(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
     if before:
         print(f"resuming {study.study_name}: {before} of {a.trials} trials completed", flush=True)
-    while sum(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials) < a.trials:
-        study.optimize(objective, n_trials=1, callbacks=[progress])
+    # as many trials as are missing, once: a pruned trial (no episode ended late in its run) is not retried here, or a
+    # budget too small for any episode would loop for ever; the same command again tries the ones still missing
+    study.optimize(objective, n_trials=a.trials - before, callbacks=[progress])
+    if (missing := a.trials - sum(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)) > 0:
+        print(f"{missing} trials pruned (no episode ended in the last tenth of their runs): run again to replace them")
     return 0
 
 
