@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bench.outputs import write_atomic
 from bench.plan_runs import algorithm_of
-from bench.variants import NotALiteral, _number, _pairs, discover, script_defaults, setting_name, without_settings
+from bench.variants import ALGORITHMS, NotALiteral, _number, _pairs, discover, script_defaults, setting_name, without_settings
 
 declared = functools.cache(discover)  # read once: a plan asks it of every record it finds
 
@@ -224,9 +224,20 @@ def openmp_setting(variables) -> str:
 def run_setting(variables) -> str:
     """The settings among `variables` (a record's, as settings_of reads them, or os.environ) as one string, '' for
     the defaults: timings under two settings are never compared. What a variant's setting adds to a variable (XLA's
-    command buffers for loops) is left out: that run is compared with its script's, as a setting of it."""
+    command buffers for loops), or a script gives itself (own_words), is left out: that run is compared with its
+    script's, as a setting of it."""
     kept = {name: without_settings(name, variables.get(name), declared()) for name in KEPT_APART}
+    kept = {name: " ".join(w for w in (value or "").split() if w not in own_words(name)) for name, value in kept.items()}
     return " ".join(f"{name}={value}" for name, value in kept.items() if value)
+
+
+@functools.cache
+def own_words(name: str) -> frozenset:
+    """The words that scripts of any algorithm give the variable `name` themselves where it has no value (the JAX SAC
+    and TD3 scripts' XLA command buffers for a GPU's conds): a script's own default is not another machine."""
+    return frozenset(
+        w for a in ALGORITHMS for v in declared(algorithm=a) for n, value in v.defaults if n == name for w in value.split()
+    )
 
 
 def settings_of(record: dict) -> dict:

@@ -18,6 +18,7 @@ It exits 1 if any program copies its buffer; bad input gets one line and exit 2,
 """
 
 import argparse
+import ast
 import json
 import os
 import re
@@ -30,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench.outputs import check_out, write_atomic  # noqa: E402
 from bench.presets import DQN_CELLS, HIDDEN, PRESETS, SAC_CELLS, SAC_LEARN_FLAGS  # noqa: E402
+from bench.variants import environment_defaults  # noqa: E402
 
 VARIANTS = ("jax_linen", "jax_nnx", "jax_equinox")
 ALGORITHMS = ("sac", "td3", "dqn")  # the scripts {algorithm}_{variant}.py
@@ -80,12 +82,23 @@ def command(script: Path, cell: dict, buffer_size: int, cuda: bool = False) -> l
     return [sys.executable, str(script), *flags, *(["--full-buffer"] if cell["full_buffer"] else [])]
 
 
+def child_environment(script: Path, dump: str) -> dict:
+    """The script's environment: this one's; XLA's options the script gives itself (a GPU's command buffers), XLA
+    dumping its programs to `dump`; this repository ahead of the caller's PYTHONPATH, which may hold packages (a GPU
+    machine's carried wheels)."""
+    own = dict(environment_defaults(ast.parse(Path(script).read_text()))).get("XLA_FLAGS", "")
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    flags = f"{own} --xla_dump_to={dump} --xla_dump_hlo_as_text".strip()
+    return {**os.environ, "XLA_FLAGS": flags, "PYTHONPATH": path}
+
+
 def copies(script, cell: dict, buffer_size: int, cuda: bool = False) -> list:
     """The buffer copies in the optimized iteration of `script` (a sac_jax_*.py or td3_jax_*.py file) at `cell`, on the GPU with
     `cuda` (whose compiler decides on its own: its loops keep their known trip counts, sac_jax_linen.py says why)."""
     with tempfile.TemporaryDirectory() as dump:
-        env = {**os.environ, "XLA_FLAGS": f"--xla_dump_to={dump} --xla_dump_hlo_as_text", "PYTHONPATH": str(ROOT)}
-        done = subprocess.run(command(Path(script), cell, buffer_size, cuda), env=env, capture_output=True, text=True)
+        done = subprocess.run(
+            command(Path(script), cell, buffer_size, cuda), env=child_environment(script, dump), capture_output=True, text=True
+        )
         if done.returncode:
             last = (done.stderr.strip().splitlines() or ["no message"])[-1]
             raise RuntimeError(f"{Path(script).name} failed at {cell}: {last}")

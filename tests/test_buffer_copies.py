@@ -1,6 +1,7 @@
 """No JAX SAC, TD3 or DQN iteration copies its replay buffer (studies/buffer_copies.py reads XLA's optimized program); the count
 finds the copies of a program that makes them; the study refuses bad input before any work."""
 
+import os
 import subprocess
 import sys
 
@@ -54,6 +55,20 @@ def test_the_cells_are_every_sac_presets():
     dqn = buffer_copies.preset_cells("dqn")
     assert {c["env_id"] for c in dqn} == {"CartPole-v1", "FourRooms-misc"} and {c["num_envs"] for c in dqn} == {1, 16}
     assert {c["hidden"] for c in dqn} == {"120,84"} and {c["updates_per_step"] for c in dqn} == {None}
+
+
+def test_the_scripts_see_the_packages_on_the_callers_pythonpath(monkeypatch, tmp_path):
+    """On the H200 the packages carried as wheels sat on PYTHONPATH, and the script, run without it, lacked gymnax."""
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    environment = buffer_copies.child_environment(ROOT / "sac_jax_linen.py", "dump")
+    paths = environment["PYTHONPATH"].split(os.pathsep)
+    assert paths[0] == str(ROOT) and str(tmp_path) in paths
+    # and the program is the one the script runs: its own XLA options (a GPU's command buffers) beside the dump's
+    assert environment["XLA_FLAGS"].split() == [
+        "--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL",
+        "--xla_dump_to=dump",
+        "--xla_dump_hlo_as_text",
+    ]
 
 
 def test_the_count_finds_a_copy_of_any_element_type():

@@ -2,6 +2,7 @@
 script (here a scratch copy of ppo_jax_linen.py, in a copy of the tooling) is a variant of the sweep, of gpu-check
 and of plot.py's reports without any other file changing."""
 
+import ast
 import json
 import shutil
 import subprocess
@@ -10,7 +11,7 @@ import sys
 import pytest
 
 from bench.run_records import run_setting, settings_of
-from bench.variants import VariantError, compile_pairs, discover, scripts, setting_name
+from bench.variants import ALGORITHMS, VariantError, compile_pairs, discover, scripts, setting_name
 from conftest import ROOT, SCRIPTS
 from test_plot import record, records, write
 
@@ -138,3 +139,23 @@ def test_a_setting_made_by_the_environment_is_named_from_the_records_xla_flags_a
     assert run_setting(settings_of(made(f"--xla_dump_to=x {flags}"))) == run_setting(settings_of(made("--xla_dump_to=x")))
     assert run_setting(settings_of(made(flags))) == ""
     assert run_setting(settings_of(made("--xla_dump_to=x"))) == "XLA_FLAGS=--xla_dump_to=x"
+
+
+def test_a_jax_script_whose_program_branches_runs_its_conds_on_the_gpu_and_is_not_another_machine_for_it():
+    """On a GPU, XLA runs a cond outside its command buffers by reading the predicate back to the host: a host sync
+    at every gradient step (seen on an H200, the JAX SAC rows of gpu-check). A script whose program holds one
+    (jax.lax.cond, nnx.cond) must give itself XLA's conditional command buffers; its records, which show that
+    option, are timed on the same machine as the others'."""
+    branching = []
+    for algorithm in ALGORITHMS:
+        for v in discover(algorithm=algorithm):
+            tree = ast.parse((ROOT / v.script).read_text())
+            calls = [n.func for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
+            if v.script.split("_")[1] == "jax" and any(f.attr == "cond" for f in calls):
+                branching.append(v.script)
+                flags = dict(v.defaults).get("XLA_FLAGS", "")
+                kinds = [w.split("=")[1] for w in flags.split() if w.startswith("--xla_gpu_enable_command_buffer=")]
+                assert kinds and "+CONDITIONAL" in kinds[-1].split(","), f"{v.script}: no conditional command buffers"
+                record = {"xla_flags": flags, "cpu": {"allocator": {}}}
+                assert run_setting(settings_of(record)) == "", v.script
+    assert len(branching) == 6  # SAC's and TD3's (their delayed actor step)
