@@ -18,6 +18,12 @@ from bench.variants import ALGORITHMS, NotALiteral, _number, _pairs, discover, s
 declared = functools.cache(discover)  # read once: a plan asks it of every record it finds
 
 
+@functools.cache
+def every_declared() -> tuple:
+    """The variants and settings of every algorithm's scripts: what any of them sets in its environment."""
+    return tuple(v for algorithm in ALGORITHMS for v in declared(algorithm=algorithm))
+
+
 def record_status(path: str, run: tuple = None) -> str:
     """ok | failed | stale | corrupt | missing: only ok and (without --retry-failed) failed count as done. With the
     plan's `run` (a Run of bench/plan.py's plan), a record made with other settings is stale: run again."""
@@ -216,7 +222,7 @@ OPENMP = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 def openmp_setting(variables) -> str:
     """The OpenMP variables among `variables` (a record's cpu.openmp, or os.environ) other than the torch scripts'
     own, as one string, '' for none: a sweep is not resumed under others than its records'."""
-    own = dict(pair for v in declared() for pair in v.defaults)
+    own = dict(pair for v in every_declared() for pair in v.defaults)
     kept = {name: variables.get(name) for name in OPENMP if variables.get(name) not in (None, own.get(name))}
     return " ".join(f"{name}={value}" for name, value in kept.items())
 
@@ -226,7 +232,7 @@ def run_setting(variables) -> str:
     the defaults: timings under two settings are never compared. What a variant's setting adds to a variable (XLA's
     command buffers for loops), or a script gives itself (own_words), is left out: that run is compared with its
     script's, as a setting of it."""
-    kept = {name: without_settings(name, variables.get(name), declared()) for name in KEPT_APART}
+    kept = {name: without_settings(name, variables.get(name), every_declared()) for name in KEPT_APART}
     kept = {name: " ".join(w for w in (value or "").split() if w not in own_words(name)) for name, value in kept.items()}
     return " ".join(f"{name}={value}" for name, value in kept.items() if value)
 
@@ -235,9 +241,7 @@ def run_setting(variables) -> str:
 def own_words(name: str) -> frozenset:
     """The words that scripts of any algorithm give the variable `name` themselves where it has no value (the JAX SAC
     and TD3 scripts' XLA command buffers for a GPU's conds): a script's own default is not another machine."""
-    return frozenset(
-        w for a in ALGORITHMS for v in declared(algorithm=a) for n, value in v.defaults if n == name for w in value.split()
-    )
+    return frozenset(w for v in every_declared() for n, value in v.defaults if n == name for w in value.split())
 
 
 def settings_of(record: dict) -> dict:
