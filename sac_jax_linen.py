@@ -15,10 +15,8 @@ import sys
 import time
 from typing import Literal, NamedTuple, Optional, Sequence
 
-# Read as jax starts. On a GPU, XLA runs a cond (the delayed actor step below) by copying its predicate to the host
-# and waiting for it (ConditionalThunk::ExecuteOnStream, xla/backends/gpu/runtime/conditional_thunk.cc): a host sync
-# at every gradient step. In XLA's command buffers (CUDA graphs) a cond is a conditional node the device evaluates; loops
-# and conds are not among their default kinds (xla/debug_options_flags.cc), "+KIND" adds one. A CPU ignores the option.
+# On a GPU, XLA reads each cond's predicate back to the host (xla/backends/gpu/runtime/conditional_thunk.cc) unless
+# conds run in its command buffers, CUDA graphs that branch on the device (docs/gpu.md); a CPU ignores the option.
 os.environ.setdefault("XLA_FLAGS", "--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL")
 
 import flax.linen as nn
