@@ -240,7 +240,7 @@ SAC_MARKERS = re.compile(r"(<!-- offpolicy\.md[^\n]*-->\n\n)(.*?)(<!-- end of of
 # Each off-policy algorithm's sets: its sweep (the sac, td3 or dqn preset), then its learn and environments sets
 # (sac-learn, sac-envs; td3-learn, td3-envs; dqn-learn), which join its tables where they are there.
 OFFPOLICY_SOURCES = {
-    "sac": ("speed/sac-cpu", "learn/sac-pendulum", "learn/sac-envs"),
+    "sac": ("speed/sac-cpu-xeon", "learn/sac-pendulum", "learn/sac-envs"),
     "td3": ("speed/td3-cpu", "learn/td3-pendulum", "learn/td3-envs"),
     "dqn": ("speed/dqn-cpu", "learn/dqn-cartpole-fourrooms"),
 }

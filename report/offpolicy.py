@@ -193,6 +193,36 @@ def env_scaling(runs) -> list:
     return rows
 
 
+def fullness(runs) -> list:
+    """Per variant, what a full buffer costs: its steady iteration sampling from all the buffer's rows (--full-buffer)
+    over the same cell's sampling from the rows the run has filled, block by block (the same seed), the geometric mean
+    over the blocks and its bootstrap interval."""
+    rows = []
+    cells = group_by([r for r in runs if r.experiment == "overall"], cell_of)
+    for (env, size, num_envs, utd, full), filled in cells.items():
+        partly = cells.get((env, size, num_envs, utd, False))
+        if not full or not partly:
+            continue
+        for variant in ordered({r.variant for r in filled} & {r.variant for r in partly}, VARIANTS):
+            base = {r.seed: r.steady for r in partly if r.variant == variant}
+            more = {r.seed: r.steady for r in filled if r.variant == variant}
+            seeds = sorted(base.keys() & more.keys())
+            if not seeds:
+                continue
+            cost, low, high = geometric_ratio([more[k] / base[k] for k in seeds])
+            rows.append(
+                {
+                    "cell": cell_name((env, size, num_envs, utd, False), filled[0].record["hidden"]),
+                    "variant": variant,
+                    "blocks": len(seeds),
+                    "full_over_filled": cost,
+                    "full_over_filled_ci_low": low,
+                    "full_over_filled_ci_high": high,
+                }
+            )
+    return rows
+
+
 def learned(runs) -> list:
     """Per learn environment of the algorithm (LEARN_ENVS) with learn runs, report.learning's section, with per
     variant the median compilation seconds (iteration 0 less the steady iteration, of runs that compiled from cold) and
@@ -272,7 +302,8 @@ def summary(runs, learning: bool = True) -> dict:
     """Every table's numbers; without `learning` the timing alone (its bootstraps are most of the work)."""
     runs = [r for r in runs if is_offpolicy(r)]
     found = learned(runs) if learning else None
-    made = {"timing": timing(runs), "split": split(runs), "env_scaling": env_scaling(runs), "learning": found}
+    made = {"timing": timing(runs), "split": split(runs), "env_scaling": env_scaling(runs), "fullness": fullness(runs)}
+    made["learning"] = found
     made["environments"] = environments(runs)
     return made | {"algorithm": algorithm_name(runs)}
 
@@ -365,6 +396,13 @@ def env_scaling_markdown(rows: list) -> list:
         for r in rows
     ]
     return [table(head, body)]
+
+
+def fullness_markdown(rows: list) -> list:
+    head = ["cell", "variant", "blocks", "full buffer over the filled rows [95% CI]"]
+    low, high = "full_over_filled_ci_low", "full_over_filled_ci_high"
+    ci = lambda r: f" [{r[low]:.2f}, {r[high]:.2f}]" if r[low] is not None else ""
+    return [table(head, [[r["cell"], r["variant"], r["blocks"], f"{r['full_over_filled']:.2f}{ci(r)}"] for r in rows])]
 
 
 def learning_markdown(section: dict) -> list:
@@ -463,6 +501,15 @@ def markdown(s: dict, learning: bool = True) -> str:
             " in the same block, the geometric mean over the blocks and its 95% bootstrap interval. A step of the"
             " loop steps every env at once and takes its gradient steps per step of the loop (UTD, or DQN's one every"
             " 10), not per env: more envs, fewer gradient steps per env step.",
+            "",
+        ]
+    if s.get("fullness") and learning:
+        lines += fullness_markdown(s["fullness"])
+        lines += [
+            "",
+            "A full buffer: a variant's steady iteration sampling from every row of its 1e6 (--full-buffer, as late in"
+            " a long run) over the same cell's sampling from the rows its run has filled, in the same block, the"
+            " geometric mean over the blocks and its 95% bootstrap interval.",
             "",
         ]
     for section in (s["learning"] or []) if learning else []:

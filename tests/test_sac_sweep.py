@@ -295,15 +295,35 @@ def test_the_steps_and_the_updates_are_told_apart_from_the_steps_alone(tmp_path)
         assert row["step_us"] == pytest.approx(1e6 * 0.5 / 500) and row["gradient_step_us"] == pytest.approx(1e6 * 1.0 / 500)
 
 
+def test_what_a_full_buffer_costs_is_each_variants_full_iteration_over_its_own_in_the_same_block(tmp_path):
+    """A full buffer at 1.2x the filled rows' time for the JAX variants, 1.0x for torch's: each variant's row says so,
+    over the full-buffer cell's blocks; a set without that cell has no such table."""
+    for run in plan("--preset", "sac", "--envs", "Pendulum-v1", "--sizes", "s", "--repeats", "3").runs:
+        args = parsed_args(ROOT / run.script, command(run))
+        if args["num_envs"] != 1 or args["updates_per_step"] != 1:
+            continue
+        slower = 1.2 if args["full_buffer"] and "jax" in run.script else 1.0
+        (tmp_path / f"{run.name}.json").parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f"{run.name}.json").write_text(json.dumps(record_of(run, steady=slower * (1 + 0.1 * args["seed"]))))
+    runs, _ = load_runs(tmp_path)
+    rows = {r["variant"]: r for r in offpolicy.summary(runs, learning=False)["fullness"]}
+    assert set(rows) == {"jax_linen", "jax_nnx", "jax_equinox", "torch", "torch_compile"}
+    for variant, row in rows.items():
+        assert row["full_over_filled"] == pytest.approx(1.2 if "jax" in variant else 1.0) and row["blocks"] == 3
+    assert "full buffer over the filled rows" in offpolicy.markdown(offpolicy.summary(runs))
+    filled = [r for r in runs if not r.record["args"]["full_buffer"]]
+    assert offpolicy.summary(filled, learning=False)["fullness"] == []
+
+
 def test_the_off_policy_table_refuses_a_set_of_two_machines(tmp_path):
     """One record of another CPU model in the timing set: the README's table is refused, not moved."""
     from report import front
 
     for name in front.OFFPOLICY_SOURCES["sac"]:
         sac_sweep(tmp_path / name / "records")
-    one = next((tmp_path / "speed/sac-cpu/records/overall").glob("jax_nnx__*__seed2.json"))
+    one = next((tmp_path / front.OFFPOLICY_SOURCES["sac"][0] / "records/overall").glob("jax_nnx__*__seed2.json"))
     one.write_text(json.dumps(json.loads(one.read_text()) | {"cpu": {"model": "another CPU", "cores": 2}}))
-    with pytest.raises(front.FrontError, match="speed/sac-cpu: .* 2 machines"):
+    with pytest.raises(front.FrontError, match=f"{front.OFFPOLICY_SOURCES['sac'][0]}: .* 2 machines"):
         front.offpolicy_summary(tmp_path, None)
 
 
@@ -312,7 +332,7 @@ def test_the_readme_table_holds_sac_and_td3_in_one_table_each_from_its_own_sweep
     Linen in SAC's, 3x in TD3's), '-' where a variant did not run; TD3's sets without its sweep: refused."""
     from report import front
 
-    sac_sweep(tmp_path / "speed/sac-cpu/records")
+    sac_sweep(tmp_path / front.OFFPOLICY_SOURCES["sac"][0] / "records")
     sac_sweep(tmp_path / "speed/td3-cpu/records", preset="td3", torch=3.0)
     made = front.offpolicy_table(front.offpolicy_summary(tmp_path, None, learning=False), "results/", learning=False)
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in made.splitlines() if line.startswith("| ")]
