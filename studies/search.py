@@ -10,13 +10,22 @@ off by an interrupt is left as it was and not counted. Each completed trial's re
 (the script's record with the suggested parameters); OUT/search.json the study's summary, rewritten after each trial.
 A trial's seconds include its compilation: a JAX script compiles its iteration again for every configuration, since
 each is a new program (its hyperparameters are constants in it).
+
+With --workers N, N processes share the study (Optuna's way to run trials in parallel: one storage, a sampler each),
+each training one configuration at a time, until the study holds --trials completed trials (one more per worker at
+most: a worker's trial in flight when the last is told still counts). Which configurations the sampler suggests then
+depends on the order in which trials end, so a search with workers does not repeat run for run; one without does.
 """
 
 import argparse
 import json
+import multiprocessing
+import os
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 from bench.load_script import load
 from bench.outputs import check_out, write_atomic
@@ -61,6 +70,7 @@ def main(argv=None) -> int:
     parser.add_argument("--params", help="a comma-separated subset of the algorithm's parameters (default: all)")
     parser.add_argument("--total-timesteps", type=int, help="each trial's budget (default: the algorithm's)")
     parser.add_argument("--seed", type=int, default=1, help="the sampler's seed and every trial's")
+    parser.add_argument("--workers", type=int, default=1, help="processes training trials at once, sharing the study")
     parser.add_argument("--out", required=True, help="the study's directory")
     a = parser.parse_args(argv)
 
@@ -76,6 +86,8 @@ def main(argv=None) -> int:
         return refuse(f"--variant must be one of {', '.join(offered)} for {a.algorithm}")
     if a.trials < 1:
         return refuse("--trials must be at least 1")
+    if a.workers < 1:
+        return refuse("--workers must be at least 1")
     if a.total_timesteps is not None and a.total_timesteps < 1:
         return refuse("--total-timesteps must be at least 1")
     params = space["params"]
@@ -88,21 +100,80 @@ def main(argv=None) -> int:
     if problem := env_problem(space["env_id"]):
         return refuse(problem)
 
+    Path(a.out).mkdir(parents=True, exist_ok=True)
+    before = completed(open_study(a))
+    if before:
+        print(f"resuming {a.algorithm}-{a.variant}: {before} of {a.trials} trials completed", flush=True)
+    if a.workers == 1:
+        search(a, params, worker=0)
+    else:  # spawned, not forked: a forked child would inherit the parent's JAX or torch runtime threads mid-state
+        context = multiprocessing.get_context("spawn")
+        workers = [context.Process(target=search, args=(a, params, k)) for k in range(a.workers)]
+        for w in workers:
+            w.start()
+        try:
+            for w in workers:
+                w.join()
+        finally:  # an interrupt stops every worker; their trials in flight are left unfinished, as one alone's
+            for w in workers:
+                w.terminate()
+        if failed := [k for k, w in enumerate(workers) if w.exitcode != 0]:
+            print(f"error: workers {', '.join(map(str, failed))} failed (their messages above)", file=sys.stderr)
+            return 1
+    import optuna
+
+    study = open_study(a)  # the summary once more, after every worker: theirs may have crossed
+    write_atomic(Path(a.out) / "search.json", json.dumps(summary(study, optuna), indent=1) + "\n")
+    if (missing := a.trials - completed(study)) > 0:
+        print(f"{missing} trials pruned (no episode ended in the last tenth of their runs): run again to replace them")
+    return 0
+
+
+def open_study(a):
+    """The study in OUT/study.db, made on first use. SQLite's lock is waited on for up to a minute: workers write to
+    it at the ends of their trials, never long."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    study = optuna.create_study(
-        study_name=f"{a.algorithm}-{a.variant}-{space['env_id']}",
-        storage=f"sqlite:///{out / 'study.db'}",
-        direction="maximize",
-        load_if_exists=True,
+    storage = optuna.storages.RDBStorage(
+        f"sqlite:///{Path(a.out) / 'study.db'}", engine_kwargs={"connect_args": {"timeout": 60}}
     )
+    name = f"{a.algorithm}-{a.variant}-{SPACES[a.algorithm]['env_id']}"
+    return optuna.create_study(study_name=name, storage=storage, direction="maximize", load_if_exists=True)
+
+
+def completed(study) -> int:
+    import optuna
+
+    return sum(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
+
+
+def pin(worker: int, workers: int) -> None:
+    """A worker on cores of its own (an equal share; with more workers than cores, one core each, taken in turn), set
+    before its framework is imported: torch's OpenMP and XLA's thread pools size themselves from this mask, so
+    workers do not split one another's matrix products."""
+    if not hasattr(os, "sched_setaffinity"):
+        return
+    cores = sorted(os.sched_getaffinity(0))
+    share = max(1, len(cores) // workers)
+    first = worker * share % len(cores)
+    os.sched_setaffinity(0, cores[first : first + share])
+
+
+def search(a, params: dict, worker: int) -> None:
+    """One worker's trials, one configuration at a time, until the study holds --trials completed trials."""
+    import optuna
+
+    space, out = SPACES[a.algorithm], Path(a.out)
+    if a.workers > 1:
+        pin(worker, a.workers)
+    study = open_study(a)
     # A seeded sampler made again on resume would repeat its first suggestions (its random start draws anew from the
     # seed): seeded with the seed plus the trials the study holds, a resumed search goes on to new configurations, the
-    # same ones for the same interruptions.
-    study.sampler = optuna.samplers.TPESampler(seed=a.seed + len(study.trials))
+    # same ones for the same interruptions. Workers draw apart: each its own stream of the seed's.
+    held = len(study.trials)
+    seed = a.seed + held if a.workers == 1 else int(np.random.SeedSequence([a.seed, held, worker]).generate_state(1)[0])
+    study.sampler = optuna.samplers.TPESampler(seed=seed)
     module = load(f"{a.algorithm}_{a.variant}.py", f"benchback_search_{a.algorithm}_{a.variant}")
     fixed = dict(
         env_id=space["env_id"],
@@ -111,7 +182,8 @@ def main(argv=None) -> int:
         tensorboard=False,
         quiet=True,
     )
-    started = time.perf_counter()
+    started, before = time.perf_counter(), completed(study)
+    who = f"worker {worker}: " if a.workers > 1 else ""
 
     def objective(trial) -> float:
         suggested = {name: suggest(trial, name, *spec) for name, spec in params.items()}
@@ -122,30 +194,27 @@ def main(argv=None) -> int:
         if value is None:  # no episode ended in the run's last tenth: nothing to compare
             raise optuna.TrialPruned("no episode ended in the last tenth of the run")
         trial.set_user_attr("seconds", seconds)
-        record = {**record, "search": {"trial": trial.number, "params": suggested, "seconds": seconds}}
+        trial.set_user_attr("worker", worker)
+        record = {**record, "search": {"trial": trial.number, "params": suggested, "seconds": seconds, "worker": worker}}
         write_atomic(out / "trials" / f"trial-{trial.number:04d}.json", json.dumps(record) + "\n")
         return value
 
     def progress(study, trial) -> None:
-        done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
-        mean = (time.perf_counter() - started) / max(1, len(done) - before)
-        left = max(0, a.trials - len(done)) * mean
+        done = completed(study)
+        mean = (time.perf_counter() - started) / max(1, done - before)  # the study's pace, every worker's trials
+        left = max(0, a.trials - done) * mean
         best = f"best {study.best_value:.1f}" if done else "none completed"
         print(
-            f"trial {trial.number}: {trial.state.name.lower()} {trial.value}; {len(done)}/{a.trials}, {best}, about {left / 60:.0f} min left",
+            f"{who}trial {trial.number}: {trial.state.name.lower()} {trial.value}; {done}/{a.trials}, {best}, about {left / 60:.0f} min left",
             flush=True,
         )
         write_atomic(out / "search.json", json.dumps(summary(study, optuna), indent=1) + "\n")
 
-    before = sum(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
-    if before:
-        print(f"resuming {study.study_name}: {before} of {a.trials} trials completed", flush=True)
     # as many trials as are missing, once: a pruned trial (no episode ended late in its run) is not retried here, or a
-    # budget too small for any episode would loop for ever; the same command again tries the ones still missing
-    study.optimize(objective, n_trials=a.trials - before, callbacks=[progress])
-    if (missing := a.trials - sum(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)) > 0:
-        print(f"{missing} trials pruned (no episode ended in the last tenth of their runs): run again to replace them")
-    return 0
+    # budget too small for any episode would loop for ever; the same command again tries the ones still missing. With
+    # workers, each stops once the study holds --trials completed trials, whoever completed them.
+    stop = optuna.study.MaxTrialsCallback(a.trials, states=(optuna.trial.TrialState.COMPLETE,))
+    study.optimize(objective, n_trials=max(0, a.trials - before), callbacks=[progress, stop])
 
 
 def summary(study, optuna) -> dict:

@@ -20,6 +20,7 @@ def search(*flags):
         (["--variant", "jax_flax"], "--variant must be one of"),
         (["--trials", "0"], "--trials must be at least 1"),
         (["--params", "learning_rate,momentum"], "--params: momentum not among"),
+        (["--workers", "0"], "--workers must be at least 1"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2_and_writes_nothing(tmp_path, flags, said):
@@ -52,3 +53,32 @@ def test_a_search_resumes_where_it_stopped_with_the_trials_it_had(tmp_path):
     assert summary["completed"] == 3 and [r["trial"] for r in summary["trials"]] == [0, 1, 2]
     params = [json.loads(text)["search"]["params"] for text in now.values()]
     assert len({p["learning_rate"] for p in params}) == 3  # TPE suggested three configurations, not one three times
+
+
+@pytest.mark.slow  # four PPO trainings of two iterations in two processes, each compiling: about a minute on 2 cores
+def test_workers_share_one_study_until_it_holds_the_trials_asked_for(tmp_path):
+    out = tmp_path / "study"
+    flags = ["--variant", "jax_linen", "--total-timesteps", "16384", "--out", str(out), "--workers", "2"]
+    done = search(*flags, "--trials", "3")
+    assert done.returncode == 0, done.stderr
+    trials = [json.loads(p.read_text())["search"] for p in sorted((out / "trials").glob("*.json"))]
+    assert 3 <= len(trials) <= 4  # the last trial in flight in the other worker may end after the third
+    assert {t["worker"] for t in trials} == {0, 1}  # both trained
+    assert len({t["params"]["learning_rate"] for t in trials}) == len(trials)  # their samplers drew apart
+    summary = json.loads((out / "search.json").read_text())
+    assert summary["completed"] == len(trials)
+
+
+@pytest.mark.parametrize(
+    "cores, workers, masks",
+    [([0, 1, 2, 3], 2, [[0, 1], [2, 3]]), ([0, 1], 2, [[0], [1]]), ([0, 1], 3, [[0], [1], [0]]), ([4, 5], 1, [[4, 5]])],
+)
+def test_each_worker_is_given_its_share_of_the_cores(monkeypatch, cores, workers, masks):
+    from studies import search as study
+
+    given = []
+    monkeypatch.setattr(study.os, "sched_getaffinity", lambda pid: set(cores))
+    monkeypatch.setattr(study.os, "sched_setaffinity", lambda pid, mask: given.append(list(mask)))
+    for k in range(workers):
+        study.pin(k, workers)
+    assert given == masks
