@@ -212,13 +212,14 @@ def test_plot_gives_a_set_of_three_algorithms_a_report_each(tmp_path):
     """A gpu preset's set holds PPO's, SAC's and TD3's records: PPO's report is the one its records alone make, SAC's
     goes to sac/ and TD3's to td3/, each of its own records alone."""
     import plot
+    from report import front
 
     ppo, mixed_set = tmp_path / "ppo", tmp_path / "mixed_set"
     shutil.copytree(ROOT / "results/speed/craftax-sync/records", ppo)
     shutil.copytree(ppo, mixed_set)
     cpu = json.loads(next(ppo.rglob("*.json")).read_text())["cpu"]
     for algorithm in ("sac", "td3"):
-        directory = ROOT / f"results/speed/{algorithm}-cpu/records/overall"
+        directory = ROOT / "results" / front.OFFPOLICY_SOURCES[algorithm][0] / "records/overall"
         for path in sorted(directory.glob("*__s__n0016__u1__seed[123].json")):
             record = json.loads(path.read_text()) | {"cpu": cpu}  # timed on the PPO records' machine, as one set's are
             (mixed_set / "overall").mkdir(exist_ok=True)
