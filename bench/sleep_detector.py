@@ -36,7 +36,8 @@ def sleep_verdict(
     if reached_s > sleep_s - margin_s:
         return (
             f"FAIL: the host reached {where} {reached_s:.3f} s into a {sleep_s:.3f} s sleep: something waited "
-            "for the device on the way (a host sync, or a full queue)"
+            "for the device on the way (a host sync, or a full queue; in a JAX program, a lax.cond or while loop"
+            " outside XLA's command buffers reads its predicate back: docs/gpu.md)"
         )
     return f"ok ({reached_s:.3f} s of a {sleep_s:.3f} s sleep" + (f"; first wait: {allowed})" if waits else ")")
 
