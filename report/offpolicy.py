@@ -120,6 +120,13 @@ def timing(runs) -> list:
     return rows
 
 
+def same_blocks(a, b, variant: str, value=lambda r: r.steady) -> tuple:
+    """A variant's values in two cells, each by seed (its block), and the seeds both cells ran."""
+    x = {r.seed: value(r) for r in a if r.variant == variant}
+    y = {r.seed: value(r) for r in b if r.variant == variant}
+    return x, y, sorted(x.keys() & y.keys())
+
+
 def split(runs) -> list:
     """Where an iteration's time goes, per variant: its steady iteration with the steps alone (act, step, store:
     UTD 0) over the same cell's at UTD 1, block by block (the same seed), the median share and its bootstrap
@@ -131,9 +138,7 @@ def split(runs) -> list:
         if utd != 0 or not whole:
             continue
         for variant in ordered({r.variant for r in alone} & {r.variant for r in whole}, VARIANTS):
-            steps = {r.seed: r.steady for r in alone if r.variant == variant}
-            both = {r.seed: r.steady for r in whole if r.variant == variant}
-            seeds = sorted(steps.keys() & both.keys())
+            steps, both, seeds = same_blocks(alone, whole, variant)
             if not seeds:
                 continue
             share, low, high = median_with_interval([steps[k] / both[k] for k in seeds])
@@ -171,10 +176,8 @@ def env_scaling(runs) -> list:
             continue
         fewest = cells[(env, size, counts[0], utd, full)]
         for variant in ordered({r.variant for r in fewest}, VARIANTS):
-            base = {r.seed: rate(r) for r in fewest if r.variant == variant}
             for n in counts[1:]:
-                more = {r.seed: rate(r) for r in cells[(env, size, n, utd, full)] if r.variant == variant}
-                seeds = sorted(base.keys() & more.keys())
+                base, more, seeds = same_blocks(fewest, cells[(env, size, n, utd, full)], variant, rate)
                 if not seeds:
                     continue
                 gain, low, high = geometric_ratio([more[k] / base[k] for k in seeds])
@@ -204,9 +207,7 @@ def fullness(runs) -> list:
         if not full or not partly:
             continue
         for variant in ordered({r.variant for r in filled} & {r.variant for r in partly}, VARIANTS):
-            base = {r.seed: r.steady for r in partly if r.variant == variant}
-            more = {r.seed: r.steady for r in filled if r.variant == variant}
-            seeds = sorted(base.keys() & more.keys())
+            base, more, seeds = same_blocks(partly, filled, variant)
             if not seeds:
                 continue
             cost, low, high = geometric_ratio([more[k] / base[k] for k in seeds])
