@@ -49,6 +49,7 @@ class Variant:
     setting_of: Optional[str] = None  # for a setting: its script's variant, which it runs beside
     gpu_only: bool = False  # a setting only a GPU runs: a plan without a GPU leaves it out
     num_seeds: bool = False  # its Args take --num-seeds: several seeds trained at once (the seeds experiment)
+    configs: bool = False  # its Args take --configs: a search's batch of configurations trained at once
     stack: bool = False  # a setting that runs its script on other environment code (the stacks experiment)
     defaults: tuple = ()  # what the script sets in its environment where it has no value: (NAME, VALUE) pairs
 
@@ -137,11 +138,13 @@ def discover(root: Path = ROOT, algorithm: str = "ppo") -> list:
         settings = [(key, fields.pop(key)) for key in SETTINGS if key in fields]
         settings += [(STACKS, s) for s in fields.pop(STACKS, [])]
         num_seeds = "num_seeds" in args_fields(tree)
+        configs = "configs" in args_fields(tree)
         script = Variant(
             name=name,
             script=path.name,
             compiles=fields.pop("compiles", None),
             num_seeds=num_seeds,
+            configs=configs,
             defaults=environment_defaults(tree),
             **fields,
         )

@@ -1,6 +1,9 @@
 """The scripts' input checks, run before anything is built or written: bad input is a UsageError, which cli.main
 reports in one line with exit code 2. PPO's (check_ppo_args), the off-policy scripts' (check_offpolicy_args), and the parts they share."""
 
+import dataclasses
+import json
+import math
 import os
 
 from benchback import gymnax_envs
@@ -94,7 +97,47 @@ def check_ppo_args(args) -> tuple[int, ...]:
     check_limits(args)
     check_backend(args)
     check_env_id(args.env_id)
+    if getattr(args, "configs", None):  # the JAX scripts' search batch
+        if args.num_seeds > 1 or args.sync_timing or args.rollout == "python":
+            raise UsageError(
+                "--configs trains its configurations from one seed in one program: it does not combine with --num-seeds,"
+                " --sync-timing or --rollout python"
+            )
+        read_configs(args)
     return hidden
+
+
+# The hyperparameters a batch of configurations (--configs) may set: numbers the iteration reads, none a shape.
+TUNABLE = {"ppo": ("learning_rate", "gamma", "gae_lambda", "clip_coef", "ent_coef", "vf_coef")}
+
+
+def read_configs(args, algorithm: str = "ppo") -> list:
+    """--configs' file: a JSON list of one or more configurations, each {name: number} over the same names of
+    TUNABLE's, each checked as the script's own arguments would be. The configurations, or a UsageError."""
+    where = f"--configs {args.configs!r}"
+    try:
+        with open(args.configs) as f:
+            configs = json.load(f)
+    except OSError as e:
+        raise UsageError(f"{where} cannot be read: {e.strerror}") from None
+    except ValueError as e:
+        raise UsageError(f"{where} is not JSON: {e}") from None
+    if not isinstance(configs, list) or not configs or not all(isinstance(c, dict) and c for c in configs):
+        raise UsageError(f"{where} must hold a list of one or more configurations, each {{name: number}}")
+    if unknown := sorted({n for c in configs for n in c} - set(TUNABLE[algorithm])):
+        raise UsageError(
+            f"{where}: {', '.join(unknown)} cannot be set per configuration; these can: {', '.join(TUNABLE[algorithm])}"
+        )
+    if any(c.keys() != configs[0].keys() for c in configs):
+        raise UsageError(f"{where}: every configuration must set the same names, as the first: {', '.join(configs[0])}")
+    for i, c in enumerate(configs):
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in c.values()):
+            raise UsageError(f"{where}: configuration {i}'s values must be finite numbers; got {c}")
+        try:
+            check_coefficients(dataclasses.replace(args, **c))
+        except UsageError as e:
+            raise UsageError(f"{where}: configuration {i}: {str(e).removeprefix('--')}") from None
+    return configs
 
 
 def check_backend(args) -> None:

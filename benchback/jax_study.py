@@ -1,10 +1,13 @@
 """The JAX PPO scripts' study modes: an iteration built from its parts, run over several seeds (--num-seeds), timed in
-two programs (--sync-timing), or with its rollout stepped from Python (--rollout python)."""
+two programs (--sync-timing), or with its rollout stepped from Python (--rollout python); and a search's batch of
+configurations trained in one program (--configs)."""
+
+import dataclasses
 
 import jax
 import jax.numpy as jnp
 
-from benchback import record
+from benchback import checks, record
 
 
 def study_iteration(jit, vmap, rollout, make_batch, update, args, log: record.Log):
@@ -55,3 +58,20 @@ def study_iteration(jit, vmap, rollout, make_batch, update, args, log: record.Lo
 def stack_seeds(seeds: list):
     """One seed's pytree, or several seeds' stacked on a leading axis, which vmap maps over."""
     return seeds[0] if len(seeds) == 1 else jax.tree.map(lambda *xs: jnp.stack(xs), *seeds)
+
+
+def config_iteration(jit, vmap, iteration, args):
+    """A search's batch (--configs): the iteration mapped with `vmap` over the configurations, stacked on a leading axis
+    as --num-seeds stacks seeds, each iteration given args whose tuned numbers are its configuration's, as traced
+    arrays (the learning rate, in its optimizer state, too). One program trains them all; a configuration's run can
+    differ from its run alone in the last bits, where a product of two of them is rounded to float32 in the program."""
+    configs = checks.read_configs(args)
+    tuned = {name: jnp.array([c[name] for c in configs], jnp.float32) for name in configs[0]}  # on the device, once
+    whole = jit(vmap(lambda *inputs: iteration(*inputs[:-1], dataclasses.replace(args, **inputs[-1]))))
+    return lambda *inputs: whole(*inputs, tuned)
+
+
+def at_learning_rate(opt_state, learning_rate: float):
+    """The state of an optax.inject_hyperparams optimizer at a configuration's learning rate: its update reads the
+    rate from there (optax/schedules/_inject.py, update_fn)."""
+    return opt_state._replace(hyperparams={**opt_state.hyperparams, "learning_rate": jnp.asarray(learning_rate, jnp.float32)})

@@ -129,8 +129,9 @@ class Log:
         window = final_window(len(returns))
         last = [(r[-window:].sum(), n[-window:].sum()) for r, n in zip(returns.T, episodes.T)]
         final = [float(r / n) if n else None for r, n in last]
-        seeds = getattr(args, "num_seeds", 1)
-        one = seeds == 1  # one seed: a list of numbers; several: a list per seed
+        configs = checks.read_configs(args) if getattr(args, "configs", None) else None  # a search's batch
+        lanes = returns.shape[1]  # the seeds or configurations trained at once
+        one = lanes == 1 and not configs  # one seed: a list of numbers; several, or configurations: a list each
         gpu = machine.gpu_info(self.devices["jax"], self.devices.get("torch"))
         return {
             "schema_version": 2,
@@ -153,7 +154,7 @@ class Log:
             "peak_host_memory_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # Linux counts KiB
             "versions": {"python": platform.python_version(), **{n: importlib.metadata.version(n) for n in libraries}},
             "git_commit": self.commit,
-            "param_count": sum(math.prod(x.shape) for x in jax.tree.leaves(parameters)) // seeds,  # one seed's
+            "param_count": sum(math.prod(x.shape) for x in jax.tree.leaves(parameters)) // lanes,  # one seed's
             "env_steps": len(self.durations) * args.num_envs * self.steps_per_iteration,
             "grad_steps": self.grad_steps,
             "setup_duration": self.setup_duration,
@@ -166,6 +167,7 @@ class Log:
             "episodic_return": per_iteration[0] if one else per_iteration,
             "episodes": [int(x) for x in episodes[:, 0]] if one else episodes.T.astype(int).tolist(),
             "final_return": final[0] if one else final,
+            **({"configs": configs} if configs else {}),  # final_return's order
             "final_window": window,
             "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         } | (extra or {})

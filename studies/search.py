@@ -15,6 +15,11 @@ With --workers N, N processes share the study (Optuna's way to run trials in par
 each training one configuration at a time, until the study holds --trials completed trials (one more per worker at
 most: a worker's trial in flight when the last is told still counts). Which configurations the sampler suggests then
 depends on the order in which trials end, so a search with workers does not repeat run for run; one without does.
+
+With --batch N (the JAX scripts), the study asks for N trials at once (study.ask; the sampler a constant liar, which
+counts the trials in flight as bad so that the N differ), the script trains the N configurations as one vmapped
+program from the same seed (its --configs), and the study is told each one's final return. A batch compiles once for
+its N configurations; its record is OUT/trials/batch-NNNN.json, each trial's row naming its batch.
 """
 
 import argparse
@@ -71,6 +76,7 @@ def main(argv=None) -> int:
     parser.add_argument("--total-timesteps", type=int, help="each trial's budget (default: the algorithm's)")
     parser.add_argument("--seed", type=int, default=1, help="the sampler's seed and every trial's")
     parser.add_argument("--workers", type=int, default=1, help="processes training trials at once, sharing the study")
+    parser.add_argument("--batch", type=int, default=1, help="trials trained at once in one vmapped program (JAX)")
     parser.add_argument("--out", required=True, help="the study's directory")
     a = parser.parse_args(argv)
 
@@ -88,6 +94,16 @@ def main(argv=None) -> int:
         return refuse("--trials must be at least 1")
     if a.workers < 1:
         return refuse("--workers must be at least 1")
+    if a.batch < 1:
+        return refuse("--batch must be at least 1")
+    batched = [v.name for v in scripts(discover(algorithm=a.algorithm)) if v.configs]
+    if a.batch > 1 and a.variant not in batched:
+        return refuse(
+            f"--batch: {a.variant} trains one configuration at a time; {', '.join(batched) or 'none'} train a batch"
+            " (for any script, --workers N trains N at once)"
+        )
+    if a.batch > 1 and a.workers > 1:
+        return refuse("--batch and --workers do not combine: one process trains a batch on every core")
     if a.total_timesteps is not None and a.total_timesteps < 1:
         return refuse("--total-timesteps must be at least 1")
     params = space["params"]
@@ -104,7 +120,9 @@ def main(argv=None) -> int:
     before = completed(open_study(a))
     if before:
         print(f"resuming {a.algorithm}-{a.variant}: {before} of {a.trials} trials completed", flush=True)
-    if a.workers == 1:
+    if a.batch > 1:
+        search_batches(a, params)
+    elif a.workers == 1:
         search(a, params, worker=0)
     else:  # spawned, not forked: a forked child would inherit the parent's JAX or torch runtime threads mid-state
         context = multiprocessing.get_context("spawn")
@@ -217,13 +235,57 @@ def search(a, params: dict, worker: int) -> None:
     study.optimize(objective, n_trials=max(0, a.trials - before), callbacks=[progress, stop])
 
 
+def search_batches(a, params: dict) -> None:
+    """Trials --batch at a time, until the study holds --trials completed ones: the study asks for a batch, the script
+    trains its configurations as one program (--configs), and the study is told each one's final return."""
+    import optuna
+
+    space, out = SPACES[a.algorithm], Path(a.out)
+    study = open_study(a)
+    # seeded as search()'s; a constant liar: the trials asked for and not yet told count as the worst so far, so that
+    # the batch's suggestions spread out rather than repeat the sampler's one best guess
+    study.sampler = optuna.samplers.TPESampler(seed=a.seed + len(study.trials), constant_liar=True)
+    module = load(f"{a.algorithm}_{a.variant}.py", f"benchback_search_{a.algorithm}_{a.variant}")
+    started, before = time.perf_counter(), completed(study)
+    while completed(study) < a.trials:
+        trials = [study.ask() for _ in range(a.batch)]  # a whole batch, the last too: one program's shape
+        configs = [{name: suggest(t, name, *spec) for name, spec in params.items()} for t in trials]
+        number = trials[0].number
+        path = out / "batches" / f"batch-{number:04d}.json"  # the script's --configs
+        write_atomic(path, json.dumps(configs) + "\n")
+        begun = time.perf_counter()
+        fixed = dict(env_id=space["env_id"], total_timesteps=a.total_timesteps or space["total_timesteps"], seed=a.seed)
+        record = module.train(module.Args(**fixed, configs=str(path), tensorboard=False, quiet=True))
+        seconds = time.perf_counter() - begun
+        record = {**record, "search": {"trials": [t.number for t in trials], "seconds": seconds}}
+        write_atomic(out / "trials" / f"batch-{number:04d}.json", json.dumps(record) + "\n")
+        for trial, value in zip(trials, record["final_return"]):
+            trial.set_user_attr("seconds", seconds)
+            trial.set_user_attr("batch", number)
+            if value is None:  # no episode ended in the run's last tenth: nothing to compare
+                study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+            else:
+                study.tell(trial, value)
+        done = completed(study)
+        mean = (time.perf_counter() - started) / max(1, done - before)
+        best = f"best {study.best_value:.1f}" if done else "none completed"
+        left = max(0, a.trials - done) * mean
+        print(
+            f"batch {number}: {len(trials)} trials in {seconds:.0f} s; {done}/{a.trials}, {best}, about {left / 60:.0f} min left",
+            flush=True,
+        )
+        write_atomic(out / "search.json", json.dumps(summary(study, optuna), indent=1) + "\n")
+        if all(value is None for value in record["final_return"]):
+            break  # every trial pruned: the budget ends no episode, and another batch would end none either
+
+
 def summary(study, optuna) -> dict:
     """The completed trials in order, with the best value found so far after each and the seconds they took."""
     done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     best, rows = float("-inf"), []
     for t in done:
         best = max(best, t.value)
-        rows.append({"trial": t.number, "value": t.value, "best": best, "seconds": t.user_attrs.get("seconds"), **t.params})
+        rows.append({"trial": t.number, "value": t.value, "best": best, **t.user_attrs, **t.params})
     return {"study": study.study_name, "completed": len(done), "trials": rows}
 
 

@@ -1,4 +1,5 @@
-"""studies/search.py: Optuna's search one trial at a time, resumed from its SQLite storage; bad input refused."""
+"""studies/search.py: Optuna's search one trial at a time, in workers or in batches, resumed from its SQLite storage;
+bad input refused."""
 
 import json
 import subprocess
@@ -21,6 +22,9 @@ def search(*flags):
         (["--trials", "0"], "--trials must be at least 1"),
         (["--params", "learning_rate,momentum"], "--params: momentum not among"),
         (["--workers", "0"], "--workers must be at least 1"),
+        (["--batch", "0"], "--batch must be at least 1"),
+        (["--batch", "2", "--variant", "torch"], "--batch: torch trains one configuration at a time"),
+        (["--batch", "2", "--workers", "2"], "--batch and --workers do not combine"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2_and_writes_nothing(tmp_path, flags, said):
@@ -67,6 +71,24 @@ def test_workers_share_one_study_until_it_holds_the_trials_asked_for(tmp_path):
     assert len({t["params"]["learning_rate"] for t in trials}) == len(trials)  # their samplers drew apart
     summary = json.loads((out / "search.json").read_text())
     assert summary["completed"] == len(trials)
+
+
+@pytest.mark.slow  # three batches of two PPO trainings of two iterations, each batch compiling once: about 40 s
+def test_a_batched_search_trains_whole_batches_and_resumes(tmp_path):
+    out = tmp_path / "study"
+    flags = ["--variant", "jax_linen", "--total-timesteps", "16384", "--out", str(out), "--batch", "2"]
+    first = search(*flags, "--trials", "3")  # two batches: the last one whole
+    assert first.returncode == 0, first.stderr
+    assert sorted(p.name for p in (out / "trials").glob("*.json")) == ["batch-0000.json", "batch-0002.json"]
+    again = search(*flags, "--trials", "6")
+    assert again.returncode == 0 and "4 of 6 trials completed" in again.stdout, again.stdout
+    summary = json.loads((out / "search.json").read_text())
+    assert summary["completed"] == 6 and [r["batch"] for r in summary["trials"]] == [0, 0, 2, 2, 4, 4]
+    record = json.loads((out / "trials" / "batch-0004.json").read_text())
+    rows = {r["trial"]: r for r in summary["trials"]}
+    for trial, config, value in zip(record["search"]["trials"], record["configs"], record["final_return"]):
+        assert rows[trial]["value"] == value and all(rows[trial][k] == v for k, v in config.items())
+    assert len({r["learning_rate"] for r in summary["trials"]}) == 6  # the constant liar spread each batch out
 
 
 @pytest.mark.parametrize(

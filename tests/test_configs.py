@@ -1,0 +1,74 @@
+"""--configs: a search's batch of configurations trained by one vmapped program from one seed, each as its own run."""
+
+import json
+import math
+
+import pytest
+
+from benchback.cli import main
+from conftest import DECLARED, QUIET, SHORT_ARGS, VARIANTS, as_flags, in_background, load, read_json, run_script
+
+BATCHED = [v if v == "jax_linen" else pytest.param(v, marks=pytest.mark.slow) for v in VARIANTS if DECLARED[v].configs]
+# two configurations far apart in every number a configuration sets, the learning rate among them
+CONFIGS = [
+    {"learning_rate": 0.02, "gamma": 0.9, "gae_lambda": 0.8, "clip_coef": 0.3},
+    {"learning_rate": 1e-4, "gamma": 0.999, "gae_lambda": 1.0, "clip_coef": 0.1},
+]
+
+
+def the_batch_then_each_alone(directory, variant):
+    """The record of the two configurations trained at once, and of each trained alone (a process of the script's)."""
+    (directory / "configs.json").write_text(json.dumps(CONFIGS))
+    runs = [("batch", ["--configs", "configs.json"])]
+    runs += [(f"alone{i}", as_flags(config)) for i, config in enumerate(CONFIGS)]
+    found = []
+    for name, flags in runs:
+        out = directory / f"{name}.json"
+        proc = run_script(variant, *as_flags({**SHORT_ARGS, **QUIET}), *flags, "--json-out", str(out), cwd=directory)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        found.append(read_json(out))
+    return found
+
+
+@pytest.mark.parametrize("variant", BATCHED)
+@in_background(the_batch_then_each_alone)
+def test_each_configuration_of_a_batch_trains_as_its_own_run(variant, background):
+    batch, *alone = background
+    assert batch["compiles_after_first_iteration"] == 0 and batch["configs"] == CONFIGS
+    assert batch["param_count"] == alone[0]["param_count"]  # one configuration's network, not two
+    for lane, run in zip(batch["episodic_return"], alone):
+        # every iteration after an update at the configuration's own numbers: equal to float rounding
+        assert all(math.isclose(a, b, rel_tol=1e-3) for a, b in zip(lane, run["episodic_return"])), (lane, run)
+    first, second = batch["episodic_return"]
+    assert not math.isclose(first[-1], second[-1], rel_tol=1e-2)  # two configurations, not one twice
+
+
+@pytest.mark.parametrize(
+    "text, said",
+    [
+        ('[{"momentum": 0.9}]', "momentum cannot be set per configuration"),
+        ("[]", "must hold a list of one or more configurations"),
+        ("{learning_rate: 1}", "is not JSON"),
+        ('[{"gamma": 1.5}]', "configuration 0: gamma must be between 0 and 1; got 1.5"),
+        ('[{"gamma": 0.9}, {"clip_coef": 0.1}]', "every configuration must set the same names"),
+        ('[{"gamma": true}]', "values must be finite numbers"),
+        (None, "cannot be read"),
+    ],
+)
+def test_bad_configurations_are_refused_in_one_line(text, said, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    if text is not None:
+        (tmp_path / "configs.json").write_text(text)
+    module = load("jax_linen")
+    out = tmp_path / "x.json"
+    assert main(module.Args, module.train, ["--configs", "configs.json", "--json-out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and said in err[0] and not out.exists(), err
+
+
+def test_a_batch_of_configurations_does_not_combine_with_several_seeds(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "configs.json").write_text(json.dumps(CONFIGS))
+    module = load("jax_linen")
+    assert main(module.Args, module.train, ["--configs", "configs.json", "--num-seeds", "2"]) == 2
+    assert "does not combine with --num-seeds" in capsys.readouterr().err
