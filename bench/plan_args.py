@@ -140,7 +140,7 @@ def settings(a, names: list, stacks: list = ()) -> dict:
 
 
 # The experiments whose runs make_plan makes at size s alone, whatever --sizes says (learn: each script's defaults)
-AT_SIZE_S = {"scaling", "seeds", "learn"}
+AT_SIZE_S = {"scaling", "seeds", "search", "learn"}
 
 
 def and_list(items) -> str:

@@ -115,6 +115,23 @@ def make_plan(p: dict, variants: list) -> list:
                         which = [v for v in allowed(exp, "variants", names) if k == 1 or by_name[v].num_seeds]
                         flags = ["--num-seeds", k] if k > 1 else []
                         block(exp, env, "s", seed, iteration["num_envs"], p["seeds_iterations"], flags, which, f"__k{k:03d}")
+            elif exp == "search":  # a batch of N configurations where a script takes --configs; one a run, every variant
+                from studies.search import configs_file
+
+                for k in p["search_configs"]:
+                    which = [v for v in allowed(exp, "variants", names) if k == 1 or by_name[v].configs]
+                    flags = ["--configs", configs_file("ppo", k)] if k > 1 else []
+                    block(
+                        exp,
+                        "CartPole-v1",
+                        "s",
+                        seed,
+                        iteration["num_envs"],
+                        p["search_iterations"],
+                        flags,
+                        which,
+                        f"__k{k:03d}",
+                    )
             else:  # learn: each script's defaults
                 for env in p["learn_envs"]:
                     block(exp, env, "s", seed, None, None, [], allowed(exp, "variants", names))
@@ -202,8 +219,11 @@ def ordered_by_groups(run: Run, p: dict) -> tuple:
 
 
 def seeds_of(run: Run) -> int:
-    """How many seeds a run trains at once: its --num-seeds, else 1."""
+    """How many seeds (or a search's configurations) a run trains at once: its --num-seeds, the configurations in its
+    --configs (the search experiment's name says how many: __kNNN), else 1."""
     flags = run.flags.split()
+    if "--configs" in flags:
+        return int(run.name.split("__k")[1][:3])
     return int(flags[flags.index("--num-seeds") + 1]) if "--num-seeds" in flags else 1
 
 

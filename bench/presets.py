@@ -25,13 +25,13 @@ CRAFTAX = "Craftax-Classic-Symbolic-v1"
 # to the host on every trip unless while loops run in command buffers (docs/gpu.md); a CPU has no such round trip.
 # gpu-check runs each to see the waits; a GPU's report marks each in its answer.
 HOST_WAITS_ON_GPU = {"Asterix-MinAtar": "its step's lax.while_loop makes the GPU wait for the host on every trip"}
-EXPERIMENTS = ["overall", "sync", "compile", "scaling", "seeds", "stacks", "learn"]
+EXPERIMENTS = ["overall", "sync", "compile", "scaling", "seeds", "stacks", "search", "learn"]
 TIMED = ["overall", "sync", "compile"]  # the experiments whose x-axis is bench/env_cost.py's
 # The experiments whose runs compile from cold, each with empty compiler caches of its own: compile, the one source of
 # iteration-0 and compile-time figures, and learn, whose time to learn includes compiling. The others time steady
 # iterations, and their runs share the sweep's compiler caches (OUT/.caches): a cell's first run fills them, the
 # runs after it load what it compiled (docs/method.md, "Compiler caches"). benchmark.sh --caches cold: every run cold.
-COLD = {"compile", "learn"}
+COLD = {"compile", "learn", "search"}
 
 
 # The PPO settings an environment needs beside the scripts' defaults (CleanRL's, for discrete actions), on every run of it
@@ -90,6 +90,12 @@ FULL = {
     # stacks: each framework on environments in its own stack (benchback/torch_ports.py, Gymnasium; gymnax stepped from a Python
     # loop) beside gymnax's, with the same dynamics: the environments those stacks have, rollout and update timed apart.
     "stacks_iterations": 11,
+    # search: what a hyperparameter search's trials cost, a batch of N configurations trained at once (--configs, where a
+    # script takes it; studies/search_configs/) beside one configuration a run (every variant, its defaults) in the same
+    # block, each run the search's budget from cold: N configurations an hour, compilation included, as studies.search
+    # pays it for every trial or batch.
+    "search_configs": [1, 8, 64],
+    "search_iterations": 25,
     "learn_envs": ["CartPole-v1"],
     "timeout": 7200,
     "gpu_check": False,
@@ -248,6 +254,18 @@ PRESETS = {
         "learn_envs": ["CartPole-v1", "Acrobot-v1", "Pendulum-v1"],
         "max_seeds": {"linen_nojit": 3},
         "restrict": {"linen_nojit:envs": ["CartPole-v1"]},
+    },
+    # A hyperparameter search's cost in each framework (studies.search's PPO on CartPole-v1: 25 iterations, 204,800 env
+    # steps a trial): one configuration a run, every variant but linen_nojit (eager: minutes a trial), beside a batch
+    # of 8 and of 64 in each JAX script, 5 blocks. A block takes about 13 minutes on 2 CPU cores, most of it the batches
+    # of 64.
+    "search": {
+        "envs": ["CartPole-v1"],
+        "sizes": ["s"],
+        "experiments": ["search"],
+        "repeats": 5,
+        "restrict": {"search:variants": AllBut(["linen_nojit"])},
+        "timeout": 1800,
     },
     # Not a sweep: bench/gpu_check.py runs every variant for 3 short iterations on CartPole-v1 with every check on
     # (device per framework, compilations after iteration 0, host syncs trapped) and prints one table; it fails if

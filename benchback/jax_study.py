@@ -66,9 +66,11 @@ def config_iteration(jit, vmap, iteration, args):
     arrays (the learning rate, in its optimizer state, too). One program trains them all; a configuration's run can
     differ from its run alone in the last bits, where a product of two of them is rounded to float32 in the program."""
     configs = checks.read_configs(args)
-    tuned = {name: jnp.array([c[name] for c in configs], jnp.float32) for name in configs[0]}  # on the device, once
-    whole = jit(vmap(lambda *inputs: iteration(*inputs[:-1], dataclasses.replace(args, **inputs[-1]))))
-    return lambda *inputs: whole(*inputs, tuned)
+    one = len(configs) == 1  # not stacked, as one seed is not (stack_seeds): nothing to map over
+    tuned = {name: jnp.array([c[name] for c in configs][0 if one else slice(None)], jnp.float32) for name in configs[0]}
+    each = lambda *inputs: iteration(*inputs[:-1], dataclasses.replace(args, **inputs[-1]))
+    whole = jit(each if one else vmap(each))
+    return lambda *inputs: whole(*inputs, tuned)  # tuned: on the device once, not sent again each call
 
 
 def at_learning_rate(opt_state, learning_rate: float):

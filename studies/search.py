@@ -63,6 +63,24 @@ SPACES = {
 }
 
 
+def drawn(algorithm: str, n: int, seed: int = 0) -> list:
+    """n configurations of the algorithm's space drawn at random (log-uniform where the space says so), as a sampler's
+    first suggestions are: the search preset's batches (studies/search_configs/, written by `--draw N`)."""
+    rng, configs = np.random.default_rng(seed), []
+    for _ in range(n):
+        config = {}
+        for name, (kind, low, high, log) in SPACES[algorithm]["params"].items():
+            value = float(np.exp(rng.uniform(np.log(low), np.log(high))) if log else rng.uniform(low, high))
+            config[name] = round(value) if kind == "int" else value
+        configs.append(config)
+    return configs
+
+
+def configs_file(algorithm: str, n: int) -> Path:
+    """Where the search preset's batch of n configurations of the algorithm is kept."""
+    return Path(__file__).resolve().parent / "search_configs" / f"{algorithm}-{SPACES[algorithm]['env_id']}-{n:03d}.json"
+
+
 def suggest(trial, name: str, kind: str, low, high, log: bool):
     return (trial.suggest_float if kind == "float" else trial.suggest_int)(name, low, high, log=log)
 
@@ -77,7 +95,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=1, help="the sampler's seed and every trial's")
     parser.add_argument("--workers", type=int, default=1, help="processes training trials at once, sharing the study")
     parser.add_argument("--batch", type=int, default=1, help="trials trained at once in one vmapped program (JAX)")
-    parser.add_argument("--out", required=True, help="the study's directory")
+    parser.add_argument("--out", help="the study's directory")
+    parser.add_argument("--draw", type=int, help="write the search preset's batch of N random configurations, and stop")
     a = parser.parse_args(argv)
 
     def refuse(problem: str) -> int:
@@ -86,6 +105,14 @@ def main(argv=None) -> int:
 
     if a.algorithm not in SPACES:
         return refuse(f"--algorithm must be one of {', '.join(SPACES)}")
+    if a.draw is not None:  # the preset's configurations, drawn once and kept in the repository
+        if a.draw < 1:
+            return refuse("--draw must be at least 1")
+        write_atomic(configs_file(a.algorithm, a.draw), json.dumps(drawn(a.algorithm, a.draw), indent=1) + "\n")
+        print(f"wrote {configs_file(a.algorithm, a.draw)}")
+        return 0
+    if not a.out:
+        return refuse("--out is required: the study's directory")
     space = SPACES[a.algorithm]
     offered = [v.name for v in scripts(discover(algorithm=a.algorithm))]
     if a.variant not in offered:

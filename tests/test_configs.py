@@ -17,9 +17,11 @@ CONFIGS = [
 
 
 def the_batch_then_each_alone(directory, variant):
-    """The record of the two configurations trained at once, and of each trained alone (a process of the script's)."""
+    """The records of the two configurations trained at once, of a batch of the first alone, and of each trained as its
+    own run (a process of the script's each)."""
     (directory / "configs.json").write_text(json.dumps(CONFIGS))
-    runs = [("batch", ["--configs", "configs.json"])]
+    (directory / "one.json").write_text(json.dumps(CONFIGS[:1]))
+    runs = [("batch", ["--configs", "configs.json"]), ("one", ["--configs", "one.json"])]
     runs += [(f"alone{i}", as_flags(config)) for i, config in enumerate(CONFIGS)]
     found = []
     for name, flags in runs:
@@ -33,12 +35,13 @@ def the_batch_then_each_alone(directory, variant):
 @pytest.mark.parametrize("variant", BATCHED)
 @in_background(the_batch_then_each_alone)
 def test_each_configuration_of_a_batch_trains_as_its_own_run(variant, background):
-    batch, *alone = background
+    batch, one, *alone = background
     assert batch["compiles_after_first_iteration"] == 0 and batch["configs"] == CONFIGS
     assert batch["param_count"] == alone[0]["param_count"]  # one configuration's network, not two
     for lane, run in zip(batch["episodic_return"], alone):
         # every iteration after an update at the configuration's own numbers: equal to float rounding
         assert all(math.isclose(a, b, rel_tol=1e-3) for a, b in zip(lane, run["episodic_return"])), (lane, run)
+    assert all(math.isclose(a, b, rel_tol=1e-3) for a, b in zip(one["episodic_return"][0], alone[0]["episodic_return"]))
     first, second = batch["episodic_return"]
     assert not math.isclose(first[-1], second[-1], rel_tol=1e-2)  # two configurations, not one twice
 
