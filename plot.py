@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 
 from bench.outputs import check_out
-from report import learning, learning_figures, offpolicy, offpolicy_figures, timing_figures
+from report import learning, learning_figures, offpolicy, offpolicy_figures, search, search_figures, timing_figures
 from report.figures import FIGURES
 from report.markdown import render
 from report.records import Unreadable, group_by, load_runs, machine
@@ -143,11 +143,24 @@ def make_report(runs, failures, directory: Path, out: Path) -> None:
         (out / "summary.md").write_text(head + figure + offpolicy.markdown(sac))
         (out / "summary.json").write_text(json.dumps(sac, indent=1, default=float) + "\n")
         return
-    summary = summarize(runs, failures, directory)
-    timing_figures.draw(summary, out)
-    learning_figures.draw(summary, out)
-    (out / "summary.md").write_text(render(summary))
-    (out / "summary.json").write_text(as_json(summary))
+    trials = search.search(runs)  # a search's trials: a section of their own, and in no other
+    others = [r for r in runs if r.experiment != "search"]
+    summary = summarize(others, failures, directory) if others else None
+    parts = []
+    if summary:
+        timing_figures.draw(summary, out)
+        learning_figures.draw(summary, out)
+        parts.append(render(summary))
+    if trials:
+        search_figures.draw(trials, out)
+        versions = ", ".join(f"{k} {v}" for k, v in sorted(runs[0].record.get("versions", {}).items()))
+        head = (
+            "" if summary else f"# {machine(runs[0].record)}\n\n{len(runs)} runs ({versions}); skipped: {len(failures)}.\n\n"
+        )
+        figure = f"![configurations an hour against those trained at once]({search_figures.FIGURE})\n\n"
+        parts.append(head + figure + search.markdown(trials))
+    (out / "summary.md").write_text("\n".join(parts))
+    (out / "summary.json").write_text(as_json(summary, trials, machine(runs[0].record)))
 
 
 if __name__ == "__main__":

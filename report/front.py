@@ -24,7 +24,7 @@ import numpy as np
 
 from bench.outputs import check_out
 from bench.presets import STUDY_ENVS
-from report import offpolicy
+from report import offpolicy, search
 from report.records import DECLARED, VARIANTS, Unreadable, load_runs, machine, ordered, warm
 from report.tables import table
 from report.timing import REFERENCE, compare, memory
@@ -246,6 +246,11 @@ OFFPOLICY_SOURCES = {
 }
 
 
+# The search preset's set: what a hyperparameter search's trials cost, one configuration a run or a batch at once.
+SEARCH_SOURCE = "speed/search-cpu-xeon"
+SEARCH_MARKERS = re.compile(r"(<!-- search\.md[^\n]*-->\n\n)(.*?)(<!-- end of search\.md -->)", re.S)
+
+
 def with_copy(page: str, made: str, markers=MARKERS, name: str = "answer.md") -> str:
     """page with its copy of answer.md (or of offpolicy.md, with its markers) replaced by `made`."""
     if not markers.search(page):
@@ -313,6 +318,24 @@ def offpolicy_table(summaries: dict, base: str, learning: bool = True) -> str:
     return "\n".join(parts)
 
 
+def search_table(records: Path, page: Optional[str], base: str) -> Optional[str]:
+    """search.md: the search set's table (report.search) and where it comes from; None where the set is not there and
+    the page has no place for it. FrontError where the page has a place and the set is not there."""
+    folder = records / SEARCH_SOURCE / "records"
+    if not folder.is_dir():
+        if page and SEARCH_MARKERS.search(page):
+            raise FrontError(f"no records directory {folder} (the search table's source)")
+        return None
+    runs, failures = load_runs(folder)
+    if any(f.endswith(": does not parse") for f in failures):
+        raise FrontError(f"a record of {folder} does not parse")
+    summary = search.search(runs)
+    if summary is None:
+        raise FrontError(f"no search run in {folder}")
+    where = f"[{SEARCH_SOURCE}]({base}{SEARCH_SOURCE}/report/summary.md) ({one_machine(runs, SEARCH_SOURCE)})"
+    return search.front_markdown(summary) + f"\nFrom: {where} (its runs in `records/`).\n"
+
+
 def load(records: Path) -> dict:
     """{source: its runs} for every source a column names. Raises Unreadable naming every file and folder of every
     source that could not be read, not the first source's alone."""
@@ -374,16 +397,21 @@ def main(argv=None) -> int:
         made = markdown(result, base(args.records, args.out))
         summary = offpolicy_summary(args.records, page)
         sac = None if summary is None else offpolicy_table(summary, base(args.records, args.out))
+        trials = search_table(args.records, page, base(args.records, args.out))
         if page is not None:
             page = with_copy(page, markdown(result, base(args.records, args.readme.parent), sources=False))
             if sac is not None:
                 sac_page = offpolicy_table(summary, base(args.records, args.readme.parent), learning=False)
                 page = with_copy(page, sac_page, SAC_MARKERS, "offpolicy.md")
+            if trials is not None and SEARCH_MARKERS.search(page):
+                trials_page = search_table(args.records, page, base(args.records, args.readme.parent))
+                page = with_copy(page, trials_page, SEARCH_MARKERS, "search.md")
     except (FrontError, OSError, Unreadable) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    publish(result, made, args.out, args.readme, page, {"offpolicy.md": sac} if sac is not None else {})
-    made = f"{args.out / 'answer.md'}, answer.png" + (" and offpolicy.md" if sac is not None else "")
+    more = {name: text for name, text in (("offpolicy.md", sac), ("search.md", trials)) if text is not None}
+    publish(result, made, args.out, args.readme, page, more)
+    made = f"{args.out / 'answer.md'}, answer.png" + "".join(f", {name}" for name in more)
     print(f"wrote {made}" + (f", and their copies in {args.readme}" if args.readme else ""))
     return 0
 

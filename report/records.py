@@ -155,6 +155,11 @@ def load_runs(directory: Path):
             warn(f"{path}: {reason}; skipped")
             failures.append(f"{path.relative_to(directory)}: {reason}")
             continue
+        if args.get("configs") and args.get("exp_name") != "search":  # its times are for every configuration at once
+            reason = "trained a batch of configurations at once (--configs), which only the search experiment reads"
+            warn(f"{path}: {reason}; skipped")
+            failures.append(f"{path.relative_to(directory)}: {reason}")
+            continue
         experiment = args.get("exp_name")
         if experiment not in EXPERIMENTS:  # a run not made by benchmark.sh
             experiment = "sync" if record["sync_timing"] else "overall"

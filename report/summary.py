@@ -173,8 +173,12 @@ def without_blocks(rows) -> list:
     return [{k: v for k, v in r.items() if k != "blocks"} for r in rows]
 
 
-def as_json(summary: Summary) -> str:
-    """summary.json: every ratio (without its blocks) and every learning statistic."""
+def as_json(summary: Optional[Summary], search: Optional[dict] = None, device: str = "") -> str:
+    """summary.json: every ratio (without its blocks) and every learning statistic; a search's trials (report.search)
+    where there are any, alone where nothing else is (device: then the machine)."""
+    if summary is None:
+        head = {"device": device, "machine": device, "confidence": timing.CONFIDENCE, "min_blocks": timing.MIN_BLOCKS}
+        return json.dumps({**head, "search": search}, indent=1, default=float) + "\n"
     return json.dumps(
         {
             "device": summary.device,
@@ -192,6 +196,7 @@ def as_json(summary: Summary) -> str:
             "learning": [{"env": s["env"], **r} for s in summary.learn for r in s["rows"]],
             "learning_pairs": [r for s in summary.learn for r in learning_pairs(s)],
             "time_to_threshold": [{"env": s["env"], **r} for s in summary.learn for r in s["reach"]],
+            **({"search": search} if search else {}),
         },
         indent=1,
     )

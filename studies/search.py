@@ -307,12 +307,18 @@ def search_batches(a, params: dict) -> None:
 
 
 def summary(study, optuna) -> dict:
-    """The completed trials in order, with the best value found so far after each and the seconds they took."""
-    done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    """The completed trials in the order they completed, with the best value found so far after each, the seconds
+    their training took and when they completed: wall seconds since the study's first trial began (an interrupted
+    search's pause included)."""
+    done = sorted(
+        (t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE), key=lambda t: (t.datetime_complete, t.number)
+    )
+    began = min((t.datetime_start for t in study.trials if t.datetime_start), default=None)
     best, rows = float("-inf"), []
     for t in done:
         best = max(best, t.value)
-        rows.append({"trial": t.number, "value": t.value, "best": best, **t.user_attrs, **t.params})
+        wall = (t.datetime_complete - began).total_seconds()
+        rows.append({"trial": t.number, "value": t.value, "best": best, "wall_seconds": wall, **t.user_attrs, **t.params})
     return {"study": study.study_name, "completed": len(done), "trials": rows}
 
 

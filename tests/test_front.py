@@ -243,3 +243,21 @@ def test_the_off_policy_page_is_what_the_committed_sac_records_make():
     assert "IQM" in whole and (ROOT / "results" / "answer" / "offpolicy.md").read_text() == whole, (
         "rerun: python -m report.front --readme README.md"
     )
+
+
+def test_the_readme_shows_the_search_table_the_committed_search_records_make():
+    """README.md's table of a search's trials, and results/answer/search.md, are what report.front makes from the
+    committed search set (report.search)."""
+    rerun = "rerun: python -m report.front --readme README.md"
+    readme = (ROOT / "README.md").read_text()
+    made = front.search_table(ROOT / "results", readme, "results/")
+    assert "| jax_linen |" in made and front.with_copy(readme, made, front.SEARCH_MARKERS, "search.md") == readme, rerun
+    page = (ROOT / "results" / "answer" / "search.md").read_text()
+    assert page == front.search_table(ROOT / "results", None, "../"), rerun
+
+
+def test_a_page_with_a_place_for_the_search_table_and_no_search_set_is_refused(tmp_path):
+    page = "<!-- search.md: made here -->\n\n<!-- end of search.md -->\n"
+    with pytest.raises(front.FrontError, match="the search table's source"):
+        front.search_table(tmp_path, page, "results/")
+    assert front.search_table(tmp_path, None, "results/") is None  # no set and no place: nothing to make

@@ -2,12 +2,14 @@
 bad input refused."""
 
 import json
+import os
+import re
 import subprocess
 import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import DECLARED, ROOT
 
 
 def search(*flags):
@@ -104,3 +106,34 @@ def test_each_worker_is_given_its_share_of_the_cores(monkeypatch, cores, workers
     for k in range(workers):
         study.pin(k, workers)
     assert given == masks
+
+
+def test_the_search_presets_batches_are_the_configurations_drawn_from_the_space():
+    from studies import search as study
+
+    for n in (8, 64):
+        assert json.loads(study.configs_file("ppo", n).read_text()) == study.drawn("ppo", n)
+    assert study.drawn("ppo", 64)[:8] == study.drawn("ppo", 8)  # a batch of 8 is the first 8 of 64
+
+
+def test_the_search_preset_runs_each_batch_where_a_script_takes_it_beside_one_configuration_of_every_variant(tmp_path):
+    proc = subprocess.run(
+        ["bash", str(ROOT / "benchmark.sh"), "--preset", "search", "--dry-run", "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHON": sys.executable},
+    )
+    assert proc.returncode == 0, proc.stderr
+    runs = re.findall(r"\] to-run search/([\w+]+)__CartPole-v1__s__k(\d+)__seed(\d+) (.*)", proc.stdout)
+    assert runs and re.search(rf"preset search, {len(runs)} runs", proc.stdout)
+    timing = [v for v in DECLARED if v != "linen_nojit"]
+    takes = [v for v in timing if DECLARED[v].configs]
+    assert sorted(takes) == ["jax_equinox", "jax_linen", "jax_nnx"]
+    for seed in map(str, range(1, 6)):
+        for k in (1, 8, 64):
+            block = [(v, flags) for v, n, s, flags in runs if (int(n), s) == (k, seed)]
+            assert sorted(v for v, _ in block) == sorted(timing if k == 1 else takes), (k, seed)
+            assert all(("--configs" in flags) == (k > 1) for _, flags in block)
+            assert all(
+                f"ppo-CartPole-v1-{k:03d}.json" in flags and "--total-timesteps 204800" in flags for _, flags in block if k > 1
+            )
