@@ -104,7 +104,7 @@ def publish(reports: dict, failures, directory: Path, out: Path) -> None:
             made = stage / target.relative_to(out)
             target.mkdir(parents=True, exist_ok=True)
             for path in target.glob("*.png"):  # a figure left from an earlier plot of other data would mislead
-                ours = path.name in [*FIGURES, offpolicy_figures.FIGURE, offpolicy_figures.SCALING]
+                ours = path.name in [*FIGURES, offpolicy_figures.FIGURE, offpolicy_figures.SCALING, search_figures.FIGURE]
                 ours = ours or path.name.startswith("learn_")
                 if ours and not (made / path.name).exists():
                     path.unlink()

@@ -276,12 +276,12 @@ def train(args: Args) -> dict:
         tx = optax.inject_hyperparams(make_tx)(learning_rate=args.learning_rate)
 
     def init(seed: int, learning_rate: float = args.learning_rate):
-        """What one seed trains from (a search's configuration, at its learning rate): parameters, optimizer, envs, keys."""
+        """What one seed trains from (a search's configuration, at its learning rate): model, optimizer, envs, keys."""
         key, init_key, reset_key = jax.random.split(jax.random.key(seed), 3)
         obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
         env_state = gymnax_envs.strongly_typed(env_state)  # so that a jitted step compiles once
         train_state = TrainState.create(apply_fn=agent.apply, params=agent.init(init_key, obs), tx=tx)
-        if args.configs:
+        if args.configs:  # a search's batch: this configuration's learning rate, in optax's inject_hyperparams state
             train_state = train_state.replace(opt_state=jax_study.at_learning_rate(train_state.opt_state, learning_rate))
         episode = gymnax_envs.EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
         return Carry(train_state, env_state, obs, episode, key)

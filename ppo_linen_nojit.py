@@ -73,6 +73,8 @@ class Args:
     # The benchmark's, not PPO's: how the run is set up, timed and recorded.
     num_seeds: int = 1
     """train seeds seed .. seed+num_seeds-1 at once, vmapped over a leading seed axis (each op batched, still eager)"""
+    configs: Optional[str] = None
+    """a JSON file of configurations ([{"learning_rate": 0.001, "gamma": 0.98}, ...]) trained at once from --seed, vmapped"""
     rollout: Literal["scan", "python"] = "scan"
     """scan: the rollout's steps in the iteration's one program; python: from a Python loop, one jitted call a step"""
     matmul_precision: Literal["highest", "high"] = "highest"
@@ -278,24 +280,35 @@ def train(args: Args) -> dict:
     num_actions, continuous = (space.n, False) if hasattr(space, "n") else (space.shape[0], True)
     agent = Agent(hidden, num_actions, continuous)
     # CleanRL anneals once per iteration: the rate is constant within an update (and throughout without annealing).
-    schedule = optax.linear_schedule(args.learning_rate, 0.0 if args.anneal_lr else args.learning_rate, num_iterations)
-    lr = lambda count: schedule(count // (args.update_epochs * args.num_minibatches))  # of the gradient steps taken
-    tx = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(lr, eps=1e-5))
+    anneal = lambda rate: optax.linear_schedule(rate, 0.0 if args.anneal_lr else rate, num_iterations)
+    lr = lambda rate, count: anneal(rate)(count // (args.update_epochs * args.num_minibatches))  # count: gradient steps
+    adam = lambda rate: optax.adam(lambda count: lr(rate, count), eps=1e-5)
+    make_tx = lambda learning_rate: optax.chain(optax.clip_by_global_norm(args.max_grad_norm), adam(learning_rate))
+    tx = make_tx(args.learning_rate)
+    if args.configs:  # a search's batch: optax reads each configuration's learning rate from its optimizer state
+        tx = optax.inject_hyperparams(make_tx)(learning_rate=args.learning_rate)
 
-    def init(seed: int):
-        """What one seed trains from: its parameters and optimizer state, its envs and keys."""
+    def init(seed: int, learning_rate: float = args.learning_rate):
+        """What one seed trains from (a search's configuration, at its learning rate): model, optimizer, envs, keys."""
         key, init_key, reset_key = jax.random.split(jax.random.key(seed), 3)
         obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
         env_state = gymnax_envs.strongly_typed(env_state)  # so that a jitted step compiles once
         train_state = TrainState.create(apply_fn=agent.apply, params=agent.init(init_key, obs), tx=tx)
+        if args.configs:  # a search's batch: this configuration's learning rate, in optax's inject_hyperparams state
+            train_state = train_state.replace(opt_state=jax_study.at_learning_rate(train_state.opt_state, learning_rate))
         episode = gymnax_envs.EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
         return Carry(train_state, env_state, obs, episode, key)
 
     # Several seeds (--num-seeds): each starts as its own run would, stacked (below) on a leading axis that vmap maps
     # every function over (their state included): one program trains them all. On the device: no transfer when timed.
-    carry = jax.device_put(jax_study.stack_seeds([init(args.seed + i) for i in range(args.num_seeds)]), device)
+    # A search's batch (--configs) stacks its configurations the same way, each from --seed at its learning rate.
+    if args.configs:
+        starts = [init(args.seed, c.get("learning_rate", args.learning_rate)) for c in checks.read_configs(args)]
+    else:
+        starts = [init(args.seed + i) for i in range(args.num_seeds)]
+    carry = jax.device_put(jax_study.stack_seeds(starts), device)
 
-    def make_batch(carry: Carry, traj: Transition):
+    def make_batch(carry: Carry, traj: Transition, args: Args):
         """After the rollout: the critic, once over all its observations; GAE: the flat batch; the log's statistics."""
         obs = jnp.concatenate([traj.obs, traj.final_obs]).reshape(2 * batch_size, -1)
         values, next_values = agent.apply(carry.train_state.params, obs, method="value").reshape(2, args.num_steps, -1)
@@ -305,11 +318,11 @@ def train(args: Args) -> dict:
         )
         batch = Batch(traj.obs, traj.action, traj.logprob, values, advantages, returns)
         batch = jax.tree.map(lambda x: x.reshape(batch_size, *x.shape[2:]), batch)
-        return carry, batch, record.logged(traj, values, returns, lr(carry.train_state.step))  # what the log shows
+        return carry, batch, record.logged(traj, values, returns, lr(args.learning_rate, carry.train_state.step))
 
-    def iteration(carry: Carry):
+    def iteration(carry: Carry, args: Args = args):  # (a search's batch gives each configuration its own args)
         carry, traj = rollout(carry, agent, env, env_params, args.num_steps)
-        carry, batch, stats = make_batch(carry, traj)
+        carry, batch, stats = make_batch(carry, traj, args)
         carry, losses = update(carry, batch, agent, args)
         return carry, {**stats, **losses}
 
@@ -319,10 +332,12 @@ def train(args: Args) -> dict:
     if args.num_seeds > 1 or args.sync_timing or args.rollout == "python":  # the studies' ways of running its parts
         parts = (
             lambda carry, n: rollout(carry, agent, env, env_params, n),
-            make_batch,
+            lambda carry, traj: make_batch(carry, traj, args),
             lambda carry, batch: update(carry, batch, agent, args),
         )
         iterate = jax_study.study_iteration(lambda f: f, jax.vmap, *parts, args, log)
+    if args.configs:
+        iterate = jax_study.config_iteration(lambda f: f, jax.vmap, iteration, args)
     for i in range(num_iterations):
         with log.timed(no_syncs(i)):  # (below) an implicit transfer inside fails the run
             carry, metrics = jax.block_until_ready(iterate(carry))  # JAX dispatches asynchronously: wait for the outputs

@@ -1,6 +1,7 @@
 """The figures of studies.search's studies: the best return found against wall-clock time, a line per study (the way
 it ran: one trial at a time, workers, or batches), and each study's own Optuna figures (its optimization history, and
-its parameters' importances by PED-ANOVA, which needs no scikit-learn).
+its parameters' importances by PED-ANOVA, which needs no scikit-learn); and ways.md, a row per study: its seconds, its
+trials an hour, when its first trial reached --bar and how many did.
 
     python -m studies.search_figures runs/search-a runs/search-b --out results/studies/search-best
 """
@@ -17,6 +18,24 @@ from bench.outputs import check_out
 BEST = "best-against-time.png"
 
 
+def ways(found: list, bar: float) -> str:
+    """ways.md: a row per study, from its search.json."""
+    lines = [
+        f"| way | trials | seconds | trials an hour | first trial at {bar:g} or more | trials at {bar:g} or more | best |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for _, study in found:
+        rows = study["trials"]
+        seconds = rows[-1]["wall_seconds"]
+        reached = [r["wall_seconds"] for r in rows if r["value"] >= bar]
+        first = f"{min(reached):.0f} s" if reached else "none"
+        lines.append(
+            f"| {label(study, rows)} | {len(rows)} | {seconds:.0f} | {3600 * len(rows) / seconds:,.0f} | {first}"
+            f" | {len(reached)} | {max(r['value'] for r in rows):.1f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def label(study: dict, rows: list) -> str:
     """The way a study ran, from its trials: '<study>, batches of N', ', N workers' or ', one at a time'."""
     name = "-".join(study["study"].split("-", 2)[:2])  # ALGORITHM-VARIANT-ENV_ID: the environment left to the title
@@ -31,6 +50,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("studies", nargs="+", help="studies.search's OUT directories")
     parser.add_argument("--out", required=True, help="where the figures go")
+    parser.add_argument("--bar", type=float, default=475.0, help="the return ways.md counts trials reaching")
     a = parser.parse_args(argv)
     found = []
     for directory in map(Path, a.studies):
@@ -79,11 +99,12 @@ def main(argv=None) -> int:
             ax = optuna.visualization.matplotlib.plot_param_importances(loaded, evaluator=evaluator)
             ax.figure.savefig(stage / f"{name}-importances.png", dpi=120, bbox_inches="tight")
             plt.close("all")
+        (stage / "ways.md").write_text(ways(found, a.bar))
         for path in stage.iterdir():
             path.replace(Path(a.out) / path.name)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-    print(f"wrote {BEST} and each study's history and importances in {a.out}")
+    print(f"wrote {BEST}, ways.md and each study's history and importances in {a.out}")
     return 0
 
 

@@ -157,6 +157,17 @@ def read_json(path: Path) -> dict:
         return json.load(f)
 
 
+def records_of(variant: str, directory: Path, runs, *flags: str) -> list:
+    """The records of runs of a script, [(name, its flags)], each a process in `directory` with `flags` first."""
+    found = []
+    for name, more in runs:
+        out = directory / f"{name}.json"
+        proc = run_script(variant, *flags, *more, "--json-out", str(out), cwd=directory)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        found.append(read_json(out))
+    return found
+
+
 @pytest.fixture(params=VARIANTS)
 def variant(request):
     return request.param

@@ -6,7 +6,7 @@ import math
 import pytest
 
 from benchback.cli import main
-from conftest import DECLARED, QUIET, SHORT_ARGS, VARIANTS, as_flags, in_background, load, read_json, run_script
+from conftest import DECLARED, QUIET, SHORT_ARGS, VARIANTS, as_flags, in_background, load, records_of
 
 BATCHED = [v if v == "jax_linen" else pytest.param(v, marks=pytest.mark.slow) for v in VARIANTS if DECLARED[v].configs]
 # two configurations far apart in every number a configuration sets, the learning rate among them
@@ -23,13 +23,7 @@ def the_batch_then_each_alone(directory, variant):
     (directory / "one.json").write_text(json.dumps(CONFIGS[:1]))
     runs = [("batch", ["--configs", "configs.json"]), ("one", ["--configs", "one.json"])]
     runs += [(f"alone{i}", as_flags(config)) for i, config in enumerate(CONFIGS)]
-    found = []
-    for name, flags in runs:
-        out = directory / f"{name}.json"
-        proc = run_script(variant, *as_flags({**SHORT_ARGS, **QUIET}), *flags, "--json-out", str(out), cwd=directory)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        found.append(read_json(out))
-    return found
+    return records_of(variant, directory, runs, *as_flags({**SHORT_ARGS, **QUIET}))
 
 
 @pytest.mark.parametrize("variant", BATCHED)

@@ -95,3 +95,15 @@ def test_a_batch_outside_the_search_experiment_is_skipped(tmp_path, capsys):
     path.write_text(json.dumps(record("jax_linen", 1, 8, 40.0, experiment="overall")))
     runs, failures = records.load_runs(tmp_path)
     assert runs == [] and "only the search experiment reads" in failures[0]
+
+
+def test_ways_counts_each_searchs_trials_an_hour_and_when_it_first_reached_the_bar():
+    from studies.search_figures import ways
+
+    rows = [
+        {"value": 100.0, "best": 100.0, "wall_seconds": 60.0},
+        {"value": 480.0, "best": 480.0, "wall_seconds": 90.0, "worker": 0},
+        {"value": 490.0, "best": 490.0, "wall_seconds": 120.0, "worker": 1},
+    ]
+    text = ways([(None, {"study": "ppo-torch-CartPole-v1", "trials": rows})], bar=475)
+    assert "| ppo-torch, 2 workers | 3 | 120 | 90 | 90 s | 2 | 490.0 |" in text

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from benchback.cli import main
-from conftest import DECLARED, EAGER_JAX_SLOW, QUIET, ROOT, SHORT_ARGS, as_flags, in_background, load, read_json, run_script
+from conftest import DECLARED, EAGER_JAX_SLOW, QUIET, ROOT, SHORT_ARGS, as_flags, in_background, load, records_of
 
 
 def offers_seeds(param) -> bool:
@@ -19,13 +19,8 @@ ARGS = {**SHORT_ARGS, **QUIET, "total_timesteps": 2 * 8 * 32}  # two iterations
 
 def two_seeds_then_the_second_alone(directory, variant):
     """The records of a run of seeds 1 and 2 at once, and of seed 2 alone (each a process of the script's)."""
-    found = []
-    for name, seeds in (("both", ["--seed", "1", "--num-seeds", "2"]), ("second", ["--seed", "2"])):
-        out = directory / f"{name}.json"
-        proc = run_script(variant, *as_flags(ARGS), *seeds, "--json-out", str(out), cwd=directory)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        found.append(read_json(out))
-    return found
+    runs = (("both", ["--seed", "1", "--num-seeds", "2"]), ("second", ["--seed", "2"]))
+    return records_of(variant, directory, runs, *as_flags(ARGS))
 
 
 @pytest.mark.parametrize("variant", SEEDED)
