@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from benchback import checks, cli, compiles, gymnax_envs, record
+from benchback import checks, cli, compiles, gymnax_envs, jax_study, record
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +71,8 @@ class Args:
     steps_per_iteration: int = 1000
     """steps of the envs per timed iteration (each of num_envs envs steps this many times; a multiple of
     train_frequency), with their updates"""
+    configs: Optional[str] = None
+    """a JSON file of configurations ([{"learning_rate": 0.001, "gamma": 0.98}, ...]) trained at once from --seed, vmapped"""
     matmul_precision: Literal["highest", "high"] = "highest"
     """float32 matmul precision: highest = float32 in every framework; high = TF32 on an NVIDIA GPU"""
     json_out: Optional[str] = None
@@ -239,25 +241,38 @@ def train(args: Args) -> dict:
     num_iterations = (args.total_timesteps - random_steps * args.num_envs) // (args.num_envs * args.steps_per_iteration)
     grad_steps = num_iterations * (args.steps_per_iteration // args.train_frequency)
 
-    def init(seed: int) -> Carry:
+    tx = optax.adam(args.learning_rate)
+    if args.configs:  # a search's batch: optax reads each configuration's learning rate from its optimizer state
+        tx = optax.inject_hyperparams(optax.adam)(learning_rate=args.learning_rate)
+
+    def init(seed: int, learning_rate: float = args.learning_rate) -> Carry:
+        """What one seed trains from (a search's configuration, at its learning rate): networks, buffer, envs, keys."""
         key, init_key, reset_key = jax.random.split(jax.random.key(seed), 3)
         obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
         env_state = gymnax_envs.strongly_typed(env_state)  # so that a jitted step compiles once
         # Unlike Linen, Equinox builds the parameters in the constructor, so it needs the input sizes now.
         q_network = QNetwork(int(np.prod(obs.shape[1:])), hidden, env.action_space(env_params).n, init_key)
-        q_state = TrainState.create(q_network, optax.adam(args.learning_rate))
+        q_state = TrainState.create(q_network, tx)
+        if args.configs:  # a search's batch: this configuration's learning rate, in optax's inject_hyperparams state
+            q_state = eqx.tree_at(lambda q: q.opt_state, q_state, jax_study.at_learning_rate(q_state.opt_state, learning_rate))
         learner = Learner(q_state, jax.tree.map(jnp.copy, q_network))  # the target starts as a copy
         buffer = make_buffer(args.buffer_size, obs.shape[1:])
         episode = gymnax_envs.EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
         return Carry(learner, buffer, env_state, obs.astype(jnp.float32), episode, jnp.int32(0), key)
 
-    carry = jax.device_put(init(args.seed), device)  # on the device: no transfer when timed
+    # A search's batch (--configs): its configurations, each from --seed at its learning rate, stacked on a leading axis
+    # that vmap maps every function over (their state included): one program trains them all.
+    if args.configs:
+        starts = [init(args.seed, c.get("learning_rate", args.learning_rate)) for c in checks.read_configs(args)]
+    else:
+        starts = [init(args.seed)]
+    carry = jax.device_put(stack_seeds(starts), device)  # on the device: no transfer when timed
 
-    def random_phase(carry: Carry):
+    def random_phase(carry: Carry, args: Args = args):  # (a search's batch gives each configuration its own args)
         """learning_starts steps of random actions, stored, without updates."""
         return jax.lax.scan(lambda carry, _: env_step(carry, env, env_params, True, args), carry, length=random_steps)
 
-    def iteration(carry: Carry):
+    def iteration(carry: Carry, args: Args = args):
         def steps_and_update(carry: Carry, _):
             carry, finished = jax.lax.scan(
                 lambda carry, _: env_step(carry, env, env_params, False, args), carry, length=args.train_frequency
@@ -287,6 +302,11 @@ def train(args: Args) -> dict:
     # Each phase one XLA program, traced and compiled on its first call; the carry's buffers are reused (donated).
     # eqx.filter_jit traces the carry's arrays and holds the rest (the optimizer) static.
     run_random_phase, iterate = eqx.filter_jit(random_phase, donate="all"), eqx.filter_jit(iteration, donate="all")
+    if args.configs:  # each phase mapped over the configurations, whose numbers are the program's first argument
+        jit = lambda f: eqx.filter_jit(f, donate="all-except-first")
+        run_random_phase, iterate = (
+            jax_study.config_iteration(jit, eqx.filter_vmap, f, args) for f in (random_phase, iteration)
+        )
     random_start = time.perf_counter()
     random_ended = None  # the episodes that ended among the random steps
     if random_steps:
@@ -327,6 +347,12 @@ def check_args(args: Args):
     # torch's names for XLA's: the same arithmetic in both frameworks (docs/usage.md, "Flags")
     jax.config.update("jax_default_matmul_precision", {"highest": "highest", "high": "tensorfloat32"}[args.matmul_precision])
     return hidden, device
+
+
+def stack_seeds(carries: list):
+    """One seed's carry, or several stacked on a leading axis: their arrays (what is not an array is shared)."""
+    stack = lambda *leaves: jnp.stack(leaves) if eqx.is_array(leaves[0]) else leaves[0]
+    return carries[0] if len(carries) == 1 else jax.tree.map(stack, *carries)
 
 
 def no_syncs(iteration: int):

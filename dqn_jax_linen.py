@@ -23,7 +23,7 @@ import numpy as np
 import optax
 from flax.training.train_state import TrainState
 
-from benchback import checks, cli, compiles, gymnax_envs, record
+from benchback import checks, cli, compiles, gymnax_envs, jax_study, record
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,6 +70,8 @@ class Args:
     steps_per_iteration: int = 1000
     """steps of the envs per timed iteration (each of num_envs envs steps this many times; a multiple of
     train_frequency), with their updates"""
+    configs: Optional[str] = None
+    """a JSON file of configurations ([{"learning_rate": 0.001, "gamma": 0.98}, ...]) trained at once from --seed, vmapped"""
     matmul_precision: Literal["highest", "high"] = "highest"
     """float32 matmul precision: highest = float32 in every framework; high = TF32 on an NVIDIA GPU"""
     json_out: Optional[str] = None
@@ -223,25 +225,37 @@ def train(args: Args) -> dict:
     grad_steps = num_iterations * (args.steps_per_iteration // args.train_frequency)
 
     q_network = QNetwork(hidden, env.action_space(env_params).n)
+    tx = optax.adam(args.learning_rate)
+    if args.configs:  # a search's batch: optax reads each configuration's learning rate from its optimizer state
+        tx = optax.inject_hyperparams(optax.adam)(learning_rate=args.learning_rate)
 
-    def init(seed: int) -> Carry:
+    def init(seed: int, learning_rate: float = args.learning_rate) -> Carry:
+        """What one seed trains from (a search's configuration, at its learning rate): networks, buffer, envs, keys."""
         key, init_key, reset_key = jax.random.split(jax.random.key(seed), 3)
         obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
         env_state = gymnax_envs.strongly_typed(env_state)  # so that a jitted step compiles once
         params = q_network.init(init_key, obs)
-        q_state = TrainState.create(apply_fn=q_network.apply, params=params, tx=optax.adam(args.learning_rate))
+        q_state = TrainState.create(apply_fn=q_network.apply, params=params, tx=tx)
+        if args.configs:  # a search's batch: this configuration's learning rate, in optax's inject_hyperparams state
+            q_state = q_state.replace(opt_state=jax_study.at_learning_rate(q_state.opt_state, learning_rate))
         learner = Learner(q_state, jax.tree.map(jnp.copy, params))  # the target starts as a copy
         buffer = make_buffer(args.buffer_size, obs.shape[1:])
         episode = gymnax_envs.EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
         return Carry(learner, buffer, env_state, obs.astype(jnp.float32), episode, jnp.int32(0), key)
 
-    carry = jax.device_put(init(args.seed), device)  # on the device: no transfer when timed
+    # A search's batch (--configs): its configurations, each from --seed at its learning rate, stacked on a leading axis
+    # that vmap maps every function over (their state included): one program trains them all.
+    if args.configs:
+        starts = [init(args.seed, c.get("learning_rate", args.learning_rate)) for c in checks.read_configs(args)]
+    else:
+        starts = [init(args.seed)]
+    carry = jax.device_put(jax_study.stack_seeds(starts), device)  # on the device: no transfer when timed
 
-    def random_phase(carry: Carry):
+    def random_phase(carry: Carry, args: Args = args):  # (a search's batch gives each configuration its own args)
         """learning_starts steps of random actions, stored, without updates."""
         return jax.lax.scan(lambda carry, _: env_step(carry, None, env, env_params, True, args), carry, length=random_steps)
 
-    def iteration(carry: Carry):
+    def iteration(carry: Carry, args: Args = args):
         def steps_and_update(carry: Carry, _):
             carry, finished = jax.lax.scan(
                 lambda carry, _: env_step(carry, q_network, env, env_params, False, args), carry, length=args.train_frequency
@@ -270,6 +284,9 @@ def train(args: Args) -> dict:
 
     # Each phase one XLA program, traced and compiled on its first call; the carry's buffers are reused (donated).
     run_random_phase, iterate = jax.jit(random_phase, donate_argnums=0), jax.jit(iteration, donate_argnums=0)
+    if args.configs:  # each phase mapped over the configurations, whose numbers are the program's first argument
+        jit = lambda f: jax.jit(f, donate_argnums=1)
+        run_random_phase, iterate = (jax_study.config_iteration(jit, jax.vmap, f, args) for f in (random_phase, iteration))
     random_start = time.perf_counter()
     random_ended = None  # the episodes that ended among the random steps
     if random_steps:

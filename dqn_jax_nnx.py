@@ -22,7 +22,7 @@ import numpy as np
 import optax
 from flax import nnx
 
-from benchback import checks, cli, compiles, gymnax_envs, record
+from benchback import checks, cli, compiles, gymnax_envs, jax_study, record
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +69,8 @@ class Args:
     steps_per_iteration: int = 1000
     """steps of the envs per timed iteration (each of num_envs envs steps this many times; a multiple of
     train_frequency), with their updates"""
+    configs: Optional[str] = None
+    """a JSON file of configurations ([{"learning_rate": 0.001, "gamma": 0.98}, ...]) trained at once from --seed, vmapped"""
     matmul_precision: Literal["highest", "high"] = "highest"
     """float32 matmul precision: highest = float32 in every framework; high = TF32 on an NVIDIA GPU"""
     json_out: Optional[str] = None
@@ -231,24 +233,39 @@ def train(args: Args) -> dict:
     num_iterations = (args.total_timesteps - random_steps * args.num_envs) // (args.num_envs * args.steps_per_iteration)
     grad_steps = num_iterations * (args.steps_per_iteration // args.train_frequency)
 
-    def init(seed: int) -> tuple[Learner, Carry]:
+    tx = optax.adam(args.learning_rate)
+    if args.configs:  # a search's batch: optax reads each configuration's learning rate from its optimizer state
+        tx = optax.inject_hyperparams(optax.adam)(learning_rate=args.learning_rate)
+
+    def init(seed: int, learning_rate: float = args.learning_rate) -> tuple[Learner, Carry]:
+        """What one seed trains from (a search's configuration, at its learning rate): networks, buffer, envs, keys."""
         key, init_key, reset_key = jax.random.split(jax.random.key(seed), 3)
         obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
         env_state = gymnax_envs.strongly_typed(env_state)  # so that a jitted step compiles once
         obs_dim, num_actions = int(np.prod(obs.shape[1:])), env.action_space(env_params).n
         q_network = QNetwork(obs_dim, hidden, num_actions, rngs=nnx.Rngs(init_key))
-        learner = Learner(TrainState(q_network, optax.adam(args.learning_rate)), nnx.clone(q_network))  # target: a copy
+        learner = Learner(TrainState(q_network, tx), nnx.clone(q_network))  # the target starts as a copy
+        if args.configs:  # a search's batch: this configuration's learning rate, in optax's inject_hyperparams state
+            learner.q.optimizer.opt_state.hyperparams["learning_rate"][...] = learning_rate
         buffer = make_buffer(args.buffer_size, obs.shape[1:])
         episode = gymnax_envs.EpisodeStats(jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32))
         return learner, Carry(buffer, env_state, obs.astype(jnp.float32), episode, jnp.int32(0), key)
 
-    learner, carry = init(args.seed)  # jax_default_device: on the device, no transfer when timed
+    # A search's batch (--configs): its configurations, each from --seed at its learning rate, stacked on a leading axis
+    # that vmap maps every function over (their state included): one program trains them all.
+    if args.configs:
+        starts = [init(args.seed, c.get("learning_rate", args.learning_rate)) for c in checks.read_configs(args)]
+    else:
+        starts = [init(args.seed)]
+    learner, carry = stack_seeds(starts)  # jax_default_device: on the device, no transfer when timed
 
-    def random_phase(carry: Carry):
+    def random_phase(carry: Carry, args: Args = args):  # (a search's batch gives each configuration its own args)
         """learning_starts steps of random actions, stored, without updates."""
         return jax.lax.scan(lambda carry, _: env_step(carry, None, env, env_params, True, args), carry, length=random_steps)
 
-    def iteration(learner: Learner, carry: Carry):  # nnx.scan carries the learner's modules, updated in place
+    def iteration(
+        learner: Learner, carry: Carry, args: Args = args
+    ):  # nnx.scan carries the learner's modules, updated in place
         def steps_and_update(scanned, _):
             learner, carry = scanned
             q_network = learner.q.params  # read, not updated, by the steps
@@ -280,6 +297,10 @@ def train(args: Args) -> dict:
     # Each phase one XLA program, traced and compiled on its first call; the carry's buffers are reused (donated).
     run_random_phase = nnx.jit(random_phase, donate_argnums=0)
     iterate = nnx.cached_partial(nnx.jit(iteration, donate_argnums=1), learner)  # walks the learner's graph once, not per call
+    if args.configs:  # each phase mapped over the configurations, whose numbers are the program's first argument
+        run_random_phase = jax_study.config_iteration(lambda f: nnx.jit(f, donate_argnums=1), nnx.vmap, random_phase, args)
+        jit = lambda f: nnx.jit(f, donate_argnums=2)  # (the configurations' numbers, the learner, the carry)
+        iterate = jax_study.config_iteration(jit, nnx.vmap, iteration, args, (learner,), nnx.cached_partial)
     random_start = time.perf_counter()
     random_ended = None  # the episodes that ended among the random steps
     if random_steps:
@@ -320,6 +341,16 @@ def check_args(args: Args):
     # torch's names for XLA's: the same arithmetic in both frameworks (docs/usage.md, "Flags")
     jax.config.update("jax_default_matmul_precision", {"highest": "highest", "high": "tensorfloat32"}[args.matmul_precision])
     return hidden, device
+
+
+def stack_seeds(seeds: list):
+    """One seed's learner and carry, or several's stacked on a leading axis: the modules' state, the carries."""
+    if len(seeds) == 1:
+        return seeds[0]
+    stack = lambda trees: jax.tree.map(lambda *xs: jnp.stack(xs), *trees)
+    learner, _ = seeds[0]
+    learner = nnx.merge(nnx.graphdef(learner), stack([nnx.state(learner) for learner, _ in seeds]))
+    return learner, stack([carry for _, carry in seeds])
 
 
 def no_syncs(iteration: int):

@@ -119,7 +119,8 @@ def publish(reports: dict, failures, directory: Path, out: Path) -> None:
 def make_report(runs, failures, directory: Path, out: Path) -> None:
     """The figures, summary.md and summary.json of runs (all from one machine) into out."""
     out.mkdir(parents=True, exist_ok=True)
-    if any(offpolicy.is_offpolicy(r) for r in runs):  # SAC's (TD3's) cells differ by more than PPO's report tells apart
+    # SAC's (TD3's, DQN's) cells differ by more than PPO's report tells apart; a search's trials have a section of their own
+    if any(offpolicy.is_offpolicy(r) for r in runs if r.experiment != "search"):
         sac = offpolicy.summary(runs)
         offpolicy_figures.draw(sac, out)
         offpolicy_figures.draw_scaling(sac, out)

@@ -332,7 +332,7 @@ def train(args: Args) -> dict:
         )
         iterate = jax_study.study_iteration(lambda f: bind(nnx.jit(f), agent, optimizer), nnx.vmap, *parts, args, log)
     if args.configs:
-        iterate = jax_study.config_iteration(lambda f: bind(nnx.jit(f), agent, optimizer), nnx.vmap, iteration, args)
+        iterate = jax_study.config_iteration(nnx.jit, nnx.vmap, iteration, args, (agent, optimizer), bind)
     for i in range(num_iterations):
         with log.timed(no_syncs(i)):  # (below) an implicit transfer inside fails the run
             carry, metrics = jax.block_until_ready(iterate(carry))  # JAX dispatches asynchronously: wait for the outputs

@@ -165,7 +165,7 @@ def sac_plan(p: dict, variants: list) -> list:
                     seed,
                     exp,
                     size,
-                    p["iterations"] if exp != "learn" else 100,
+                    p["iterations"] if exp == "overall" else 100,
                     more,
                     v,
                 )
@@ -185,6 +185,15 @@ def sac_plan(p: dict, variants: list) -> list:
                 names = [*p["variants"], *beside, *(v.name for v in stacks if v.name.split("+", 1)[1] in stacked)]
                 tag = f"__n{num_envs:04d}" + (f"__u{utd}" if utd is not None else "") + "__full" * full  # DQN's: no u
                 block("overall", env, size, seed, tag, flags, names)
+        if "search" in p["experiments"]:  # studies.search's trials: one configuration a run, every variant, and batches
+            from studies.search import SPACES, configs_file
+
+            space = SPACES[p["algorithm"]]
+            for k in p["search_configs"]:
+                which = [v for v in p["variants"] if k == 1 or by_name[v].configs]
+                flags = ["--total-timesteps", space["total_timesteps"]]
+                flags += ["--configs", configs_file(p["algorithm"], k)] if k > 1 else []
+                block("search", space["env_id"], p["learn_size"], seed, f"__k{k:03d}", flags, which)
         if "learn" in p["experiments"]:
             for env in p["learn_envs"]:
                 block("learn", env, p["learn_size"], seed, "", p["learn_flags"] or SAC_LEARN_FLAGS)

@@ -377,6 +377,16 @@ PRESETS = {
         "iterations": 11,
         "timeout": 900,
     },
+    # A hyperparameter search's cost in each DQN framework (studies.search's DQN on FourRooms-misc: CleanRL's settings,
+    # 100,000 env steps a trial of which 10,000 random): one configuration a run, every variant, beside a batch of 8
+    # and of 64 in each JAX script, 5 blocks.
+    "search-dqn": {
+        "algorithm": "dqn",
+        "experiments": ["search"],
+        "learn_size": "d",
+        "repeats": 5,
+        "timeout": 1800,
+    },
     # Every DQN variant learns CartPole-v1 and FourRooms-misc with CleanRL's dqn.py settings (its network, 500000
     # steps of which 10000 random), seeds 1-10.
     "dqn-learn": {

@@ -108,13 +108,18 @@ def check_ppo_args(args) -> tuple[int, ...]:
 
 
 # The hyperparameters a batch of configurations (--configs) may set: numbers the iteration reads, none a shape.
-TUNABLE = {"ppo": ("learning_rate", "gamma", "gae_lambda", "clip_coef", "ent_coef", "vf_coef")}
+TUNABLE = {
+    "ppo": ("learning_rate", "gamma", "gae_lambda", "clip_coef", "ent_coef", "vf_coef"),
+    "dqn": ("learning_rate", "gamma", "exploration_fraction", "target_network_frequency"),
+}
 
 
-def read_configs(args, algorithm: str = "ppo") -> list:
+def read_configs(args) -> list:
     """--configs' file: a JSON list of one or more configurations, each {name: number} over the same names of
-    TUNABLE's, each checked as the script's own arguments would be. The configurations, or a UsageError."""
+    TUNABLE's (the algorithm's whose names the script's Args have), each checked as the script's own arguments would
+    be; a whole number where the Args' default is one. The configurations, or a UsageError."""
     where = f"--configs {args.configs!r}"
+    algorithm = next(a for a, names in TUNABLE.items() if all(hasattr(args, n) for n in names))
     try:
         with open(args.configs) as f:
             configs = json.load(f)
@@ -133,8 +138,15 @@ def read_configs(args, algorithm: str = "ppo") -> list:
     for i, c in enumerate(configs):
         if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in c.values()):
             raise UsageError(f"{where}: configuration {i}'s values must be finite numbers; got {c}")
+        if wrong := [n for n, v in c.items() if isinstance(getattr(args, n), int) and not isinstance(v, int)]:
+            raise UsageError(f"{where}: configuration {i}'s {', '.join(wrong)} must be a whole number; got {c}")
         try:
-            check_coefficients(dataclasses.replace(args, **c))
+            if algorithm == "ppo":
+                check_coefficients(dataclasses.replace(args, **c))
+            else:  # the off-policy checks, over the configuration's numbers (a target period in whole groups of steps)
+                check_offpolicy_args(
+                    dataclasses.replace(args, **c, json_out=None, configs=None), algorithm.upper(), "discrete"
+                )
         except UsageError as e:
             raise UsageError(f"{where}: configuration {i}: {str(e).removeprefix('--')}") from None
     return configs
@@ -211,4 +223,6 @@ def check_offpolicy_args(args, algorithm: str, actions: str = "continuous") -> t
     if gymnax_envs.action_space(args.env_id)["kind"] != actions:
         other = {"continuous": "discrete", "discrete": "continuous"}[actions]
         raise UsageError(f"{algorithm} needs {actions} actions; --env-id {args.env_id} has {other} ones")
+    if getattr(args, "configs", None):  # the JAX DQN scripts' search batch
+        read_configs(args)
     return hidden

@@ -3,6 +3,7 @@ two programs (--sync-timing), or with its rollout stepped from Python (--rollout
 configurations trained in one program (--configs)."""
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -60,17 +61,24 @@ def stack_seeds(seeds: list):
     return seeds[0] if len(seeds) == 1 else jax.tree.map(lambda *xs: jnp.stack(xs), *seeds)
 
 
-def config_iteration(jit, vmap, iteration, args):
+def config_iteration(jit, vmap, iteration, args, models: tuple = (), bind=functools.partial):
     """A search's batch (--configs): the iteration mapped with `vmap` over the configurations, stacked on a leading axis
     as --num-seeds stacks seeds, each iteration given args whose tuned numbers are its configuration's, as traced
     arrays (the learning rate, in its optimizer state, too). One program trains them all; a configuration's run can
-    differ from its run alone in the last bits, where a product of two of them is rounded to float32 in the program."""
+    differ from its run alone in the last bits, where a product of two of them is rounded to float32 in the program.
+    The program's first argument is the configurations' numbers, bound here with the models (NNX's, with its
+    cached_partial) so that it takes what the iteration takes after them: the carry, which a script may donate by
+    position (donate_argnums), or as Equinox donates all but the first argument (donate="all-except-first")."""
     configs = checks.read_configs(args)
     one = len(configs) == 1  # not stacked, as one seed is not (stack_seeds): nothing to map over
-    tuned = {name: jnp.array([c[name] for c in configs][0 if one else slice(None)], jnp.float32) for name in configs[0]}
-    each = lambda *inputs: iteration(*inputs[:-1], dataclasses.replace(args, **inputs[-1]))
-    whole = jit(each if one else vmap(each))
-    return lambda *inputs: whole(*inputs, tuned)  # tuned: on the device once, not sent again each call
+    dtype = lambda name: jnp.int32 if isinstance(getattr(args, name), int) else jnp.float32  # as the Args' default
+    tuned = {name: jnp.array([c[name] for c in configs][0 if one else slice(None)], dtype(name)) for name in configs[0]}
+
+    def each(tuned, *inputs):
+        return iteration(*inputs, dataclasses.replace(args, **tuned))
+
+    each.__name__ = iteration.__name__  # which names the program in XLA's dumps and profiles: jit_iteration
+    return bind(jit(each if one else vmap(each)), tuned, *models)  # tuned: on the device once, not sent again each call
 
 
 def at_learning_rate(opt_state, learning_rate: float):

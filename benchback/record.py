@@ -188,10 +188,12 @@ def random_steps_fields(
     beat; None where none ended). ended: those episodes, an EpisodeStats per step (JAX's) or a tally's sums (torch's)."""
     learned = num_iterations * args.num_envs * args.steps_per_iteration
     random = random_steps * args.num_envs
+    lanes = len(checks.read_configs(args)) if getattr(args, "configs", None) else 1  # a search's batch: one's alone
     if ended is None:
         episodes, return_sum = 0, 0.0
     elif isinstance(ended, gymnax_envs.EpisodeStats):
         episodes, return_sum = int((np.asarray(ended.lengths) > 0).sum()), float(np.asarray(ended.returns).sum())
+        episodes, return_sum = episodes // lanes, return_sum / lanes  # a search's configurations step alike at random
     else:
         episodes, return_sum = int(ended["episodes"]), float(ended["return_sum"])
     return {

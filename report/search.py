@@ -71,6 +71,7 @@ def search(runs) -> dict:
             )
     record = runs[0].record
     return {
+        "algorithm": record.get("algorithm", "ppo"),  # an off-policy record names its own
         "env": record["env_id"],
         "env_steps": record["env_steps"],  # each configuration's budget
         "blocks": len({r.seed for r in runs}),
@@ -91,7 +92,8 @@ def markdown(summary: dict) -> str:
     """The search section of summary.md."""
     head = (
         f"## A search's trials: one configuration a run, or a batch at once\n\n"
-        f"{summary['env']}, {summary['env_steps']:,} environment steps a configuration, {summary['blocks']} blocks. A"
+        f"{summary.get('algorithm', 'ppo').upper()} on {summary['env']}, {summary['env_steps']:,} environment steps a"
+        f" configuration, {summary['blocks']} blocks. A"
         " configuration's seconds: its run's whole time (setup, compilation, iterations) over the configurations it"
         " trained, median over blocks [95% interval]. Ratios of seconds a configuration, per block, geometric mean"
         f" [95% bootstrap interval]: over {REFERENCE}'s one configuration a run, and over the variant's own.\n\n"
@@ -135,6 +137,6 @@ def front_markdown(summary: dict) -> str:
         lines.append(f"| {variant} | {' | '.join(cells)} | {memory} |")
     budget = f"{summary['env']}, {summary['env_steps']:,} environment steps a configuration, {summary['blocks']} blocks"
     return (
-        f"PPO on {budget}; a configuration's time includes its run's setup and compilation, and each ratio is that time"
+        f"{summary.get('algorithm', 'ppo').upper()} on {budget}; a configuration's time includes its run's setup and compilation, and each ratio is that time"
         f" over {REFERENCE}'s one a run.\n\n" + "\n".join(lines) + "\n"
     )

@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 from bench.outputs import check_out, write_atomic  # noqa: E402
 from bench.presets import DQN_CELLS, HIDDEN, PRESETS, SAC_CELLS, SAC_LEARN_FLAGS  # noqa: E402
 from bench.variants import environment_defaults  # noqa: E402
+from studies.search import SPACES, configs_file  # noqa: E402
 
 VARIANTS = ("jax_linen", "jax_nnx", "jax_equinox")
 ALGORITHMS = ("sac", "td3", "dqn")  # the scripts {algorithm}_{variant}.py
@@ -61,13 +62,19 @@ def preset_cells(algorithm: str = "sac") -> list:
                     full_buffer=False,
                 )
             )
+    if dqn:  # the search preset's batch: its configurations' buffers stacked on a leading axis (studies.search's space)
+        search = dict(env_id=SPACES["dqn"]["env_id"], hidden=HIDDEN["d"], num_envs=1, updates_per_step=None)
+        cells.append(dict(search, steps_per_iteration=1000, full_buffer=False, configs=8))
     unique = {json.dumps(c, sort_keys=True): c for c in cells}
     return list(unique.values())
 
 
 def buffer_copies(hlo: str, rows: int) -> list:
-    """The optimized HLO's copy instructions whose result's leading dimension is `rows`: their shapes."""
-    return re.findall(rf"= ([a-z]+\d*\[{rows}(?:,\d+)*\])\S* copy\(", hlo)  # of any element type: DQN's actions are s32
+    """The optimized HLO's copy instructions whose result's leading dimension is `rows`, or its second after a batch's
+    configurations: their shapes."""
+    return re.findall(
+        rf"= ([a-z]+\d*\[(?:\d+,)?{rows}(?:,\d+)*\])\S* copy\(", hlo
+    )  # of any element type: DQN's actions are s32
 
 
 def command(script: Path, cell: dict, buffer_size: int, cuda: bool = False) -> list:
@@ -79,6 +86,7 @@ def command(script: Path, cell: dict, buffer_size: int, cuda: bool = False) -> l
     flags += ["--buffer-size", str(buffer_size), "--learning-starts", str(RANDOM_STEPS * n)]
     flags += ["--total-timesteps", str((RANDOM_STEPS + steps) * n), "--no-tensorboard", "--quiet"]
     flags += ["--cuda" if cuda else "--no-cuda"]
+    flags += ["--configs", str(configs_file("dqn", cell["configs"]))] if cell.get("configs") else []
     return [sys.executable, str(script), *flags, *(["--full-buffer"] if cell["full_buffer"] else [])]
 
 

@@ -12,6 +12,7 @@ XLA numbers instructions with.
     python -m studies.same_program --other-code OLD --variants jax_linen,jax_nnx,jax_equinox \
         --env-id CartPole-v1 --out results/studies/script-layout/same-program.json
     python -m studies.same_program --algorithm sac --other-code OLD --env-id Pendulum-v1 --out ...
+    python -m studies.same_program --algorithm dqn --other-code OLD --env-id FourRooms-misc --size d --out ...
 """
 
 import argparse
@@ -32,11 +33,12 @@ from studies.envs import env_problem
 # The name of the iteration's one program in every jitted JAX script: jit_iteration, or in checkouts before the scripts
 # wrote their iteration in train, jit_collect_and_update.
 PROGRAMS = ("jit_iteration", "jit_collect_and_update")
-HIDDEN = {"s": "64,64", "m": "256,256,256"}
+HIDDEN = {"s": "64,64", "m": "256,256,256", "d": "120,84"}  # d: CleanRL's DQN network
 # One short run's flags, each algorithm's (the SAC iteration: 50 steps of 2 envs, an update each, after 100 random ones)
 SHORT = {
     "ppo": ["--num-envs", "8", "--num-steps", "32", "--total-timesteps", "256"],
     "sac": ["--num-envs", "2", "--steps-per-iteration", "50", "--learning-starts", "100", "--total-timesteps", "300"],
+    "dqn": ["--num-envs", "2", "--steps-per-iteration", "50", "--learning-starts", "100", "--total-timesteps", "300"],
 }
 
 
@@ -84,9 +86,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--other-code", required=True, help="the other checkout: the directory of its variant scripts")
     parser.add_argument("--variants", default="jax_linen,jax_nnx,jax_equinox", help="jitted JAX variants, comma-separated")
-    parser.add_argument("--algorithm", default="ppo", help="ppo (the ppo_*.py scripts) or sac (sac_*.py)")
+    parser.add_argument("--algorithm", default="ppo", help="ppo (the ppo_*.py scripts), sac or dqn")
     parser.add_argument("--env-id", default="CartPole-v1")
-    parser.add_argument("--size", default="s", help="the model size: s or m")
+    parser.add_argument("--size", default="s", help="the model size: s, m or d (DQN's)")
     parser.add_argument("--out", required=True, help="the JSON file to write")
     a = parser.parse_args(argv)
     jitted = [v.name for v in discover() if v.framework == "jax" and v.compiles and not v.setting_of]

@@ -37,8 +37,9 @@ from bench.outputs import check_out, write_atomic
 from bench.variants import discover, scripts
 from studies.envs import env_problem
 
-# What each algorithm's search tunes on which environment: the scripts' own Args names, and Optuna's ranges. No
-# parameter changes a shape, so a batch of configurations can be one vmapped program.
+# What each algorithm's search tunes on which environment: the scripts' own Args names, and Optuna's ranges (kind, low,
+# high, log-uniform, and for a whole number its step). No parameter changes a shape, so a batch of configurations can
+# be one vmapped program.
 SPACES = {
     "ppo": {
         "env_id": "CartPole-v1",
@@ -57,7 +58,8 @@ SPACES = {
             "learning_rate": ("float", 1e-4, 1e-2, True),
             "gamma": ("float", 0.9, 0.999, False),
             "exploration_fraction": ("float", 0.1, 0.9, False),
-            "target_network_frequency": ("int", 100, 2000, True),
+            # steps of the env, a whole number of train_frequency's groups (Optuna's step and log do not combine)
+            "target_network_frequency": ("int", 100, 2000, False, 10),
         },
     },
 }
@@ -69,9 +71,10 @@ def drawn(algorithm: str, n: int, seed: int = 0) -> list:
     rng, configs = np.random.default_rng(seed), []
     for _ in range(n):
         config = {}
-        for name, (kind, low, high, log) in SPACES[algorithm]["params"].items():
+        for name, (kind, low, high, log, *step) in SPACES[algorithm]["params"].items():
             value = float(np.exp(rng.uniform(np.log(low), np.log(high))) if log else rng.uniform(low, high))
-            config[name] = round(value) if kind == "int" else value
+            whole = (step or [1])[0]  # a whole number: the nearest multiple of its step
+            config[name] = round(value / whole) * whole if kind == "int" else value
         configs.append(config)
     return configs
 
@@ -81,8 +84,10 @@ def configs_file(algorithm: str, n: int) -> Path:
     return Path(__file__).resolve().parent / "search_configs" / f"{algorithm}-{SPACES[algorithm]['env_id']}-{n:03d}.json"
 
 
-def suggest(trial, name: str, kind: str, low, high, log: bool):
-    return (trial.suggest_float if kind == "float" else trial.suggest_int)(name, low, high, log=log)
+def suggest(trial, name: str, kind: str, low, high, log: bool, step: int = 1):
+    if kind == "float":
+        return trial.suggest_float(name, low, high, log=log)
+    return trial.suggest_int(name, low, high, log=log, step=step)
 
 
 def main(argv=None) -> int:

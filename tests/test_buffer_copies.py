@@ -71,6 +71,21 @@ def test_the_scripts_see_the_packages_on_the_callers_pythonpath(monkeypatch, tmp
     ]
 
 
+def test_the_count_finds_a_copy_of_a_batchs_buffers_too():
+    """A search's batch (--configs) stacks its configurations' buffers on a leading axis: [8,10000,4] is 8 buffers."""
+    hlo = "  %copy.5 = f32[8,10000,4]{2,1,0} copy(f32[8,10000,4]{2,1,0} %p)\n  %copy.6 = f32[8,128]{1,0} copy(%q)\n"
+    assert buffer_copies.buffer_copies(hlo, 10_000) == ["f32[8,10000,4]"]
+    batch = [c for c in buffer_copies.preset_cells("dqn") if c.get("configs")]
+    assert [(c["env_id"], c["configs"]) for c in batch] == [("FourRooms-misc", 8)]  # the search-dqn preset's
+
+
+@pytest.mark.slow  # three programs of a batch of 8: about a minute on 2 cores (results/studies/search-batch)
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_no_jax_dqn_batch_copies_its_buffers(variant):
+    cell = next(c for c in buffer_copies.preset_cells("dqn") if c.get("configs"))
+    assert buffer_copies.copies(ROOT / f"dqn_{variant}.py", cell, 10_000) == []
+
+
 def test_the_count_finds_a_copy_of_any_element_type():
     """DQN's buffer holds its actions as int32: a copy of that column counts as a float column's does."""
     hlo = "  %copy.3 = s32[10000]{0} copy(s32[10000]{0} %p)\n  %copy.4 = f32[10000,4]{1,0} copy(f32[10000,4]{1,0} %q)\n"
