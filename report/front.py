@@ -246,8 +246,9 @@ OFFPOLICY_SOURCES = {
 }
 
 
-# The search preset's set: what a hyperparameter search's trials cost, one configuration a run or a batch at once.
-SEARCH_SOURCE = "speed/search-cpu-xeon"
+# The search presets' sets, PPO's (search) and DQN's (search-dqn): what a hyperparameter search's trials cost, one
+# configuration a run or a batch at once; search.md holds a table of each.
+SEARCH_SOURCES = ("speed/search-cpu-xeon", "speed/search-dqn-cpu-xeon")
 SEARCH_MARKERS = re.compile(r"(<!-- search\.md[^\n]*-->\n\n)(.*?)(<!-- end of search\.md -->)", re.S)
 
 
@@ -319,21 +320,24 @@ def offpolicy_table(summaries: dict, base: str, learning: bool = True) -> str:
 
 
 def search_table(records: Path, page: Optional[str], base: str) -> Optional[str]:
-    """search.md: the search set's table (report.search) and where it comes from; None where the set is not there and
-    the page has no place for it. FrontError where the page has a place and the set is not there."""
-    folder = records / SEARCH_SOURCE / "records"
-    if not folder.is_dir():
-        if page and SEARCH_MARKERS.search(page):
-            raise FrontError(f"no records directory {folder} (the search table's source)")
+    """search.md: a table of each search set (report.search) and where it comes from; None where no set is there and
+    the page has no place for them. FrontError where one set is missing and another there, or the page has a place."""
+    folders = [records / source / "records" for source in SEARCH_SOURCES]
+    if not any(folder.is_dir() for folder in folders) and not (page and SEARCH_MARKERS.search(page)):
         return None
-    runs, failures = load_runs(folder)
-    if any(f.endswith(": does not parse") for f in failures):
-        raise FrontError(f"a record of {folder} does not parse")
-    summary = search.search(runs)
-    if summary is None:
-        raise FrontError(f"no search run in {folder}")
-    where = f"[{SEARCH_SOURCE}]({base}{SEARCH_SOURCE}/report/summary.md) ({one_machine(runs, SEARCH_SOURCE)})"
-    return search.front_markdown(summary) + f"\nFrom: {where} (its runs in `records/`).\n"
+    tables = []
+    for source, folder in zip(SEARCH_SOURCES, folders):
+        if not folder.is_dir():
+            raise FrontError(f"no records directory {folder} (a search table's source)")
+        runs, failures = load_runs(folder)
+        if any(f.endswith(": does not parse") for f in failures):
+            raise FrontError(f"a record of {folder} does not parse")
+        summary = search.search(runs)
+        if summary is None:
+            raise FrontError(f"no search run in {folder}")
+        where = f"[{source}]({base}{source}/report/summary.md) ({one_machine(runs, source)})"
+        tables.append(search.front_markdown(summary) + f"\nFrom: {where} (its runs in `records/`).\n")
+    return "\n".join(tables)
 
 
 def load(records: Path) -> dict:

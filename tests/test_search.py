@@ -111,9 +111,12 @@ def test_each_worker_is_given_its_share_of_the_cores(monkeypatch, cores, workers
 def test_the_search_presets_batches_are_the_configurations_drawn_from_the_space():
     from studies import search as study
 
-    for n in (8, 64):
-        assert json.loads(study.configs_file("ppo", n).read_text()) == study.drawn("ppo", n)
-    assert study.drawn("ppo", 64)[:8] == study.drawn("ppo", 8)  # a batch of 8 is the first 8 of 64
+    for algorithm in ("ppo", "dqn"):
+        for n in (8, 64):
+            assert json.loads(study.configs_file(algorithm, n).read_text()) == study.drawn(algorithm, n)
+        assert study.drawn(algorithm, 64)[:8] == study.drawn(algorithm, 8)  # a batch of 8 is the first 8 of 64
+    # DQN's target period: whole groups of train_frequency's 10 steps, as its scripts require
+    assert {c["target_network_frequency"] % 10 for c in study.drawn("dqn", 64)} == {0}
 
 
 def test_the_search_preset_runs_each_batch_where_a_script_takes_it_beside_one_configuration_of_every_variant(tmp_path):
@@ -137,3 +140,24 @@ def test_the_search_preset_runs_each_batch_where_a_script_takes_it_beside_one_co
             assert all(
                 f"ppo-CartPole-v1-{k:03d}.json" in flags and "--total-timesteps 204800" in flags for _, flags in block if k > 1
             )
+
+
+def test_the_dqn_search_preset_runs_each_batch_where_a_script_takes_it_beside_one_configuration_of_every_variant(
+    tmp_path,
+):
+    proc = subprocess.run(
+        ["bash", str(ROOT / "benchmark.sh"), "--preset", "search-dqn", "--dry-run", "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHON": sys.executable},
+    )
+    assert proc.returncode == 0, proc.stderr
+    runs = re.findall(r"\] to-run search/([\w+]+)__FourRooms-misc__d__k(\d+)__seed(\d+) (.*)", proc.stdout)
+    assert runs and re.search(rf"preset search-dqn, {len(runs)} runs", proc.stdout)
+    every = ["jax_equinox", "jax_linen", "jax_nnx", "torch", "torch_compile"]
+    for seed in map(str, range(1, 6)):
+        for k in (1, 8, 64):
+            block = [(v, flags) for v, n, s, flags in runs if (int(n), s) == (k, seed)]
+            assert sorted(v for v, _ in block) == (every if k == 1 else every[:3]), (k, seed)
+            assert all("--total-timesteps 100000" in flags for _, flags in block)
+            assert all((f"dqn-FourRooms-misc-{k:03d}.json" in flags) == (k > 1) for _, flags in block)
