@@ -92,7 +92,7 @@ def markdown(summary: dict) -> str:
     """The search section of summary.md."""
     head = (
         f"## A search's trials: one configuration a run, or a batch at once\n\n"
-        f"{summary.get('algorithm', 'ppo').upper()} on {summary['env']}, {summary['env_steps']:,} environment steps a"
+        f"{summary['algorithm'].upper()} on {summary['env']}, {summary['env_steps']:,} environment steps a"
         f" configuration, {summary['blocks']} blocks. A"
         " configuration's seconds: its run's whole time (setup, compilation, iterations) over the configurations it"
         " trained, median over blocks [95% interval]. Ratios of seconds a configuration, per block, geometric mean"
@@ -137,6 +137,6 @@ def front_markdown(summary: dict) -> str:
         lines.append(f"| {variant} | {' | '.join(cells)} | {memory} |")
     budget = f"{summary['env']}, {summary['env_steps']:,} environment steps a configuration, {summary['blocks']} blocks"
     return (
-        f"{summary.get('algorithm', 'ppo').upper()} on {budget}; a configuration's time includes its run's setup and compilation, and each ratio is that time"
-        f" over {REFERENCE}'s one a run.\n\n" + "\n".join(lines) + "\n"
+        f"{summary['algorithm'].upper()} on {budget}; a configuration's time includes its run's setup and compilation,"
+        f" and each ratio is that time over {REFERENCE}'s one a run.\n\n" + "\n".join(lines) + "\n"
     )
