@@ -119,14 +119,20 @@ def test_the_search_presets_batches_are_the_configurations_drawn_from_the_space(
     assert {c["target_network_frequency"] % 10 for c in study.drawn("dqn", 64)} == {0}
 
 
-def test_the_search_preset_runs_each_batch_where_a_script_takes_it_beside_one_configuration_of_every_variant(tmp_path):
+def dry_run(preset: str, tmp_path):
+    """benchmark.sh's plan of the preset, nothing run."""
     proc = subprocess.run(
-        ["bash", str(ROOT / "benchmark.sh"), "--preset", "search", "--dry-run", "--out", str(tmp_path / "out")],
+        ["bash", str(ROOT / "benchmark.sh"), "--preset", preset, "--dry-run", "--out", str(tmp_path / "out")],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHON": sys.executable},
     )
     assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def test_the_search_preset_runs_each_batch_where_a_script_takes_it_beside_one_configuration_of_every_variant(tmp_path):
+    proc = dry_run("search", tmp_path)
     runs = re.findall(r"\] to-run search/([\w+]+)__CartPole-v1__s__k(\d+)__seed(\d+) (.*)", proc.stdout)
     assert runs and re.search(rf"preset search, {len(runs)} runs", proc.stdout)
     timing = [v for v in DECLARED if v != "linen_nojit"]
@@ -145,13 +151,7 @@ def test_the_search_preset_runs_each_batch_where_a_script_takes_it_beside_one_co
 def test_the_dqn_search_preset_runs_each_batch_where_a_script_takes_it_beside_one_configuration_of_every_variant(
     tmp_path,
 ):
-    proc = subprocess.run(
-        ["bash", str(ROOT / "benchmark.sh"), "--preset", "search-dqn", "--dry-run", "--out", str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHON": sys.executable},
-    )
-    assert proc.returncode == 0, proc.stderr
+    proc = dry_run("search-dqn", tmp_path)
     runs = re.findall(r"\] to-run search/([\w+]+)__FourRooms-misc__d__k(\d+)__seed(\d+) (.*)", proc.stdout)
     assert runs and re.search(rf"preset search-dqn, {len(runs)} runs", proc.stdout)
     every = ["jax_equinox", "jax_linen", "jax_nnx", "torch", "torch_compile"]
