@@ -6,6 +6,7 @@ runs back to back, so a slow spell of the machine falls on both sides of it. Ove
 mean, with a 95% bootstrap interval (resampling blocks, so pairs stay pairs).
 """
 
+import functools
 import itertools
 import warnings
 from collections import defaultdict
@@ -61,8 +62,17 @@ def paired_ratios(runs, a, b, metric):
     return [times[b, k] / times[a, k] for (v, k) in times if v == a and (b, k) in times]
 
 
+def sorted_first(statistic, values, axis=-1):
+    return statistic(np.sort(values, axis=axis), axis=axis)
+
+
 def interval(values, statistic) -> tuple[float, float]:
     """scipy's bootstrap interval (BCa) of statistic(values), or the percentile one where BCa is undefined."""
+    # Each resample sorted first, so that every reordering of one sample gives the same bits: BCa counts the resamples
+    # below the estimate (a tie as half: scipy's _percentile_of_score), and a reordered copy of the sample, summed in
+    # another order, would land a last bit above or below it as the CPU's rounding decides, moving the interval's ends
+    # between two machines (docs/log.md, "Intervals that depended on the CPU").
+    statistic = functools.partial(sorted_first, statistic)
     for method in ("BCa", "percentile"):
         with warnings.catch_warnings():  # BCa of a sample this small may be undefined: nan, then percentile
             warnings.simplefilter("ignore")
