@@ -142,6 +142,9 @@ def other_settings(record: dict, run: tuple) -> str:
         given = _pairs(tuple(map(str, command[2:])))  # PYTHON SCRIPT --flag value ...
         return other_args(as_args(given, script_defaults(Path(run.script).name)), run)
     args = record.get("args") if isinstance(record.get("args"), dict) else {}
+    planned_configs = dict(planned(run)).get("--configs")
+    if planned_configs and args.get("configs") != planned_configs and same_configs(record, planned_configs):
+        args = {**args, "configs": planned_configs}  # the same configurations from a checkout at another path
     if why := other_args(args, run, record.get("device")):
         return why
     # a setting's run: its record shows the setting's flags, no more
@@ -149,6 +152,14 @@ def other_settings(record: dict, run: tuple) -> str:
     if (shown := setting_name(str(record.get("variant")), args, own, settings_of(record))) != run.variant:
         return f"made as {shown}, the plan {run.variant}"
     return ""
+
+
+def same_configs(record: dict, path: str) -> bool:
+    """Whether the record trained the configurations the file at `path` holds (its `configs`, the values it read)."""
+    try:
+        return record.get("configs") == json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return False
 
 
 def write_failure(path, reason, code, duration, limit, stderr_file, *command):

@@ -161,3 +161,21 @@ def test_the_dqn_search_preset_runs_each_batch_where_a_script_takes_it_beside_on
             assert sorted(v for v, _ in block) == (every if k == 1 else every[:3]), (k, seed)
             assert all("--total-timesteps 100000" in flags for _, flags in block)
             assert all((f"dqn-FourRooms-misc-{k:03d}.json" in flags) == (k > 1) for _, flags in block)
+
+
+def test_a_batch_record_from_a_checkout_at_another_path_counts_done_and_one_of_other_configurations_does_not():
+    """The preset's --configs is a path into the checkout that plans it: the committed records name another one's."""
+    from bench.plan import load as load_plan
+    from bench.run_records import other_settings
+
+    (run,) = [
+        r
+        for r in load_plan(["--preset", "search-dqn", "--out", "/nonexistent/out"]).runs
+        if r.name == "search/jax_linen__FourRooms-misc__d__k008__seed1"
+    ]
+    path = ROOT / "results/speed/search-dqn-cpu-xeon/records" / f"{run.name}.json"
+    record = json.loads(path.read_text())
+    assert record["args"]["configs"] != dict(zip(run.flags.split(), run.flags.split()[1:]))["--configs"]
+    assert other_settings(record, run) == ""
+    record["configs"][0]["gamma"] = 0.5
+    assert other_settings(record, run).startswith("--configs:")
