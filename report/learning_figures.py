@@ -43,7 +43,10 @@ def learn(section, out, config: str = "each script's default config") -> None:
     """One environment's learn runs: the return against steps and against seconds, and the final returns with
     rliable's IQM and mean."""
     env, rows, finals = section["env"], section["rows"], section["finals"]
-    fig, (curves, clock, bars) = plt.subplots(1, 3, figsize=(18, 5), gridspec_kw={"width_ratios": [3, 3, 2]})
+    widths = [3, 3, 2] if rows else [3, 3]  # the final returns' panel where there are enough seeds to compare
+    fig, (curves, clock, *bars) = plt.subplots(
+        1, len(widths), figsize=(2.25 * sum(widths), 5), gridspec_kw={"width_ratios": widths}
+    )
     draw_curves(curves, section["curves"], lambda v: f"{v} ({section['seeds'][v]} seeds)")
     curves.set(xlabel="env steps", ylabel="episodic return (IQM over seeds)", title=f"{env}, {config}")
     curves.legend(fontsize=8)
@@ -61,26 +64,25 @@ def learn(section, out, config: str = "each script's default config") -> None:
     for threshold in section["thresholds"]:
         for ax in (curves, clock):
             ax.axhline(threshold, color="gray", lw=0.8, ls=":")
-    for i, r in enumerate(rows):
-        color = COLORS.get(r["variant"])
-        for key, y in (("iqm", i + 0.2), ("mean", i - 0.2)):
-            bars.errorbar(
-                r[key],
-                y,
-                xerr=[[r[key] - r[f"{key}_ci_low"]], [r[f"{key}_ci_high"] - r[key]]],
-                fmt="o" if key == "iqm" else "s",
-                color=color,
-                capsize=3,
-                alpha=1 if key == "iqm" else 0.6,
-                label={"iqm": "IQM", "mean": "mean"}[key] if i == 0 else None,
-            )
-        seeds = finals[r["variant"]]
-        bars.scatter(seeds, np.full(len(seeds), i), s=8, color="gray", alpha=0.5, label="runs" if i == 0 else None)
-    bars.set_yticks(range(len(rows)), [r["variant"] for r in rows], fontsize=8)
-    bars.set_ylim(-0.6, len(rows) - 0.4)
-    bars.set(xlabel="final_return (last 10 iterations)", title=f"IQM and mean with {CONFIDENCE:.0%} intervals")
     if rows:
+        (bars,) = bars
+        for i, r in enumerate(rows):
+            color = COLORS.get(r["variant"])
+            for key, y in (("iqm", i + 0.2), ("mean", i - 0.2)):
+                bars.errorbar(
+                    r[key],
+                    y,
+                    xerr=[[r[key] - r[f"{key}_ci_low"]], [r[f"{key}_ci_high"] - r[key]]],
+                    fmt="o" if key == "iqm" else "s",
+                    color=color,
+                    capsize=3,
+                    alpha=1 if key == "iqm" else 0.6,
+                    label={"iqm": "IQM", "mean": "mean"}[key] if i == 0 else None,
+                )
+            seeds = finals[r["variant"]]
+            bars.scatter(seeds, np.full(len(seeds), i), s=8, color="gray", alpha=0.5, label="runs" if i == 0 else None)
+        bars.set_yticks(range(len(rows)), [r["variant"] for r in rows], fontsize=8)
+        bars.set_ylim(-0.6, len(rows) - 0.4)
+        bars.set(xlabel="final_return (last 10 iterations)", title=f"IQM and mean with {CONFIDENCE:.0%} intervals")
         bars.legend(fontsize=7)
-    else:
-        bars.set_visible(False)
     save(fig, out, section["figure"])
