@@ -266,6 +266,8 @@ class Prices:
         if self.gpu and not self.from_gpu:
             size = "s"
         found = self.estimator.seconds(variant, env, size, iterations, seeds)
+        if found is None and "+" in variant:  # a setting measured at another size only: priced as its script
+            found = self.estimator.seconds(variant.split("+")[0], env, size, iterations, seeds)
         if found is None and self.from_gpu:
             found = self.estimator.seconds(variant, env, "s", iterations, seeds)
         return found

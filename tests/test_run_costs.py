@@ -240,3 +240,13 @@ def test_a_preset_of_td3_runs_is_estimated_from_td3s_records_not_ppos():
     prices = run_costs.Prices(run_costs.COSTS, cpu="AMD EPYC (family 25, model 1)")
     seconds = [prices.run_seconds(run_costs.run_key("td3", r.name), "torch") for r in loaded.runs]
     assert all(s is not None for s in seconds) and max(seconds) > 60
+
+
+def test_a_setting_measured_at_another_size_only_is_priced_as_its_script_at_the_runs_size(tmp_path):
+    """An env stack measured at s (torch+gymnasium) has a price at m: its script's, not "not counted"."""
+    m = {"variant": "torch", "env": "CartPole-v1", "size": "m", "setup_s": 1.0, "first_s": 2.0, "later_s": 3.0}
+    stack = {"variant": "torch+gymnasium", "env": "CartPole-v1", "size": "s", "setup_s": 1.0, "first_s": 1.0, "later_s": 9.0}
+    (tmp_path / "t.json").write_text(json.dumps({**TABLE, "cells": [*TABLE["cells"], m, stack]}))
+    prices = run_costs.Prices(tmp_path / "t.json", cpu="Test CPU")
+    assert prices.seconds("torch+gymnasium", "CartPole-v1", "m", 3) == pytest.approx(8 + 1 + 2 + 2 * 3.0)
+    assert prices.seconds("torch+gymnasium", "CartPole-v1", "s", 3) == pytest.approx(8 + 1 + 1 + 2 * 9.0)
