@@ -276,6 +276,9 @@ def train(args: Args) -> dict:
     batch_size = args.num_envs * args.num_steps
     num_iterations = args.total_timesteps // batch_size
 
+    space = env.action_space(env_params)  # Discrete: a categorical policy; Box (continuous actions): a Gaussian one
+    num_actions, continuous = (space.n, False) if hasattr(space, "n") else (space.shape[0], True)
+
     # CleanRL anneals once per iteration: the rate is constant within an update (and throughout without annealing).
     anneal = lambda rate: optax.linear_schedule(rate, 0.0 if args.anneal_lr else rate, num_iterations)
     lr = lambda rate, count: anneal(rate)(count // (args.update_epochs * args.num_minibatches))  # count: gradient steps
@@ -290,8 +293,6 @@ def train(args: Args) -> dict:
         key, init_key, reset_key = jax.random.split(jax.random.key(seed), 3)
         obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
         env_state = gymnax_envs.strongly_typed(env_state)  # so that a jitted step compiles once
-        space = env.action_space(env_params)  # Discrete: a categorical policy; Box (continuous actions): a Gaussian one
-        num_actions, continuous = (space.n, False) if hasattr(space, "n") else (space.shape[0], True)
         agent = Agent(int(np.prod(obs.shape[1:])), hidden, num_actions, continuous, key=init_key)
         opt_state = tx.init(eqx.filter(agent, eqx.is_array))
         if args.configs:  # a search's batch: this configuration's learning rate, in optax's inject_hyperparams state
