@@ -233,3 +233,25 @@ def test_the_quick_start_sets_up_trains_and_tests_in_a_line_each():
     assert setup.endswith(" --extra-index-url https://download.pytorch.org/whl/cpu")
     assert train.startswith("python ppo_") and "pip install -r requirements-gpu.txt" in section
     assert (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1] == ".venv/bin/" + test
+
+
+def test_the_readmes_dqn_learning_line_is_what_the_committed_learn_set_shows():
+    """The README's "DQN's, N seeds: every run of every variant learns CartPole-v1 and the gridworld; no difference
+    detected": the committed dqn-learn report has N seeds of every variant on both, every run reaching its bar, and
+    every probability of improvement over Linen with an interval holding 0.5."""
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    claim = re.search(
+        r"DQN's, (\d+) seeds: every run of every variant learns CartPole-v1 and the gridworld; no difference detected", readme
+    )
+    assert claim, "the README's DQN learning line was not found"
+    summary = json.loads((ROOT / "results/learn/dqn-cartpole-fourrooms/report/summary.json").read_text())
+    tables = {table["env"]: table for table in summary["learning"]}
+    assert set(tables) == {"CartPole-v1", "FourRooms-misc"}
+    for env, table in tables.items():
+        assert set(table["seeds"].values()) == {int(claim.group(1))}, (env, table["seeds"])
+        for row in table["rows"]:
+            if row["variant"] != "jax_linen":
+                low, high = row["prob_improvement_vs_jax_linen_ci_low"], row["prob_improvement_vs_jax_linen_ci_high"]
+                assert low <= 0.5 <= high, (env, row["variant"], low, high)
+    reached = [(e["env"], e["variant"], e["runs_reaching"], e["runs"]) for e in summary["environments"]]
+    assert len(reached) == 10 and all(n == runs for _, _, n, runs in reached), reached
