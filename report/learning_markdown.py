@@ -1,7 +1,7 @@
 """summary.md's learning section (the learn preset): per environment, the final returns, the time to each
 threshold, the pairs that differ by one thing and the seconds per iteration."""
 
-from report.tables import RATIO_TEXT, fmt, image, table, with_interval
+from report.tables import RATIO_TEXT, fmt, image, improvement, table, with_interval
 from report.timing import CONFIDENCE, REFERENCE
 
 
@@ -46,7 +46,7 @@ def learn_env(s) -> list:
                     with_interval(r["mean"], r["mean_ci_low"], r["mean_ci_high"], 4),
                     fmt(r["min"], 4),
                     *([f"{r[f'share_below_{collapse}']:.0%}"] if collapse else []),
-                    with_interval(r.get(key), r.get(f"{key}_ci_low"), r.get(f"{key}_ci_high"), 2)
+                    improvement(r.get(key), r.get(f"{key}_ci_low"), r.get(f"{key}_ci_high"), lambda x: fmt(x, 2))
                     if r.get(key) is not None
                     else "n/a",
                     r["verdict"],

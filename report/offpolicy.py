@@ -13,6 +13,7 @@ import numpy as np
 
 from report import learning
 from report.records import VARIANTS, final_return, group_by, ordered, warm
+from report.tables import improvement as improvement_text
 from report.tables import table
 from report.timing import REFERENCE, compare, geometric_ratio, median_with_interval
 
@@ -429,8 +430,9 @@ def learning_markdown(section: dict) -> list:
             "reference"
             if v == REFERENCE
             else (
-                f"{p:.2f} [{row[f'prob_improvement_vs_{REFERENCE}_ci_low']:.2f},"
-                f" {row[f'prob_improvement_vs_{REFERENCE}_ci_high']:.2f}]"
+                improvement_text(
+                    p, *(row[f"prob_improvement_vs_{REFERENCE}_ci_{end}"] for end in ("low", "high")), "{:.2f}".format
+                )
                 if p is not None
                 else row["verdict"]
             )

@@ -28,6 +28,17 @@ def with_interval(value, low, high, digits=3) -> str:
     return f"{fmt(value, digits)} [{fmt(low, digits)}, {fmt(high, digits)}]"
 
 
+def improvement(value, low, high, number=lambda x: fmt(x, 3)) -> str:
+    """A probability of improvement and its interval, each written by `number`. Where every pair of runs ties, or
+    every pair compares one way, every bootstrap resample gives the same value: the interval has no width and says
+    nothing of the uncertainty, so the cell says which it is in words instead."""
+    if low is None:
+        return number(value)
+    if low == high == value and value in (0.0, 0.5, 1.0):
+        return f"{number(value)} ({'every pair of runs ties' if value == 0.5 else 'every pair of runs one way'}: no interval)"
+    return f"{number(value)} [{number(low)}, {number(high)}]"
+
+
 def image(name: str) -> str:
     """A figure the report's figures wrote beside summary.md."""
     return f"![{name}]({name})\n"

@@ -855,3 +855,16 @@ def test_compile_figures_come_from_cold_runs_and_a_warm_run_that_compiled_is_nam
     assert "of the warm, 4 loaded their programs (their iteration 0 is not a compile time) and 2 compiled them" in text
     named = [line.split(": ", 1)[1] for line in text.splitlines() if line.startswith("- compiled afresh")]
     assert named == [", ".join(f"overall/{v} CartPole-v1 s seed 1" for v in ("jax_linen", "torch"))]
+
+
+def test_a_probability_of_improvement_whose_bootstrap_cannot_vary_says_why_instead_of_a_zero_width_interval():
+    """rliable's stratified bootstrap gives every resample the same probability where every pair of runs ties (all
+    end at the gridworld's 1) or every pair compares one way: [0.50, 0.50] or [1.00, 1.00] would read as certainty."""
+    from report.tables import improvement
+
+    ties = learning.probability_of_improvement({"a": [1.0] * 4, "b": [1.0] * 4}, [("a", "b")])[("a", "b")]
+    one_way = learning.probability_of_improvement({"a": [2.0, 3.0, 4.0], "b": [0.0, 0.5, 1.0]}, [("a", "b")])[("a", "b")]
+    mixed = learning.probability_of_improvement({"a": [1.0, 3.0, 5.0], "b": [2.0, 4.0, 0.0]}, [("a", "b")])[("a", "b")]
+    assert improvement(*ties, "{:.2f}".format) == "0.50 (every pair of runs ties: no interval)"
+    assert improvement(*one_way, "{:.2f}".format) == "1.00 (every pair of runs one way: no interval)"
+    assert re.fullmatch(r"0\.\d\d \[0\.\d\d, [01]\.\d\d\]", improvement(*mixed, "{:.2f}".format))
