@@ -155,8 +155,8 @@ def devices_and_jobs(a, gpu_check: bool) -> tuple:
     if a.list + a.dry_run + a.slurm + bool(a.task) > 1:
         raise Refused("--list, --task, --slurm and --dry-run do not combine; give one")
     jobs = positive(a.jobs, "--jobs must be a positive integer") if a.jobs else None
-    if (a.jobs or a.devices) and (a.list or a.dry_run) or (a.task and (a.jobs or a.devices)):
-        raise Refused("--jobs and --devices do not combine with --list, --task or --dry-run")
+    if (a.jobs or a.devices) and (a.list or a.task):  # (with --dry-run they give the estimate at that many at once)
+        raise Refused("--jobs and --devices do not combine with --list or --task")
     if a.slurm and a.devices:
         raise Refused("--devices does not combine with --slurm (SLURM gives each task its GPU)")
     if gpu_check and (a.list or a.slurm or a.task or a.jobs or a.devices or a.part):

@@ -132,6 +132,20 @@ def test_dry_run_plans_the_issue_sweeps_and_writes_nothing(tmp_path):
     assert not out.exists()
 
 
+def test_a_dry_run_with_jobs_estimates_that_many_at_once_and_refuses_what_the_sweep_would(tmp_path):
+    """--dry-run --jobs 2: the plan and its estimate at 2 at a time, or the refusal the sweep's --jobs would meet
+    (a timing preset's); nothing written."""
+    out = tmp_path / "out"
+    one = sweep("--preset", "learn", "--dry-run", "--out", str(out))
+    two = sweep("--preset", "learn", "--jobs", "2", "--dry-run", "--out", str(out))
+    assert one.returncode == 0 and two.returncode == 0, two.stderr
+    assert "2 at a time on the CPU" in two.stdout and "estimated" in two.stdout and ", 2 at a time, from" in two.stdout
+    assert ", 2 at a time" not in one.stdout
+    timed = sweep("--preset", "cpu", "--jobs", "2", "--dry-run", "--out", str(out))
+    assert timed.returncode == 2 and "timing runs side by side" in timed.stderr
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("variants, warned", [("torch", True), ("jax_linen,jax_nnx", False)])
 def test_a_sweep_warns_when_the_environment_overrides_the_torch_scripts_openmp_setting(tmp_path, variants, warned):
     """The learn sweeps once ran with GOMP_SPINCOUNT=0 set, which halved torch's speed unnoticed: a sweep with a
