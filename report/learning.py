@@ -148,6 +148,18 @@ def collapse_difference(a, b, below=COLLAPSED) -> tuple[float, float, float]:
     return float(difference), float(difference - np.hypot(pa - la, ub - pb)), float(difference + np.hypot(ua - pa, pb - lb))
 
 
+def differs(runs, reference, pi, low, high) -> bool:
+    """Whether the probability of improvement shows a difference: its interval excludes 0.5. Where every pair of runs
+    compares one way the bootstrap cannot vary (an interval of no width, which would call 3 runs against 3 certain):
+    then the exact Mann-Whitney U test decides, at the same confidence (3 against 3, all one way: p = 0.1; 4 against
+    4: 0.029). Every pair tied is no difference."""
+    if low != high:
+        return not low <= 0.5 <= high
+    if pi == 0.5:
+        return False
+    return stats.mannwhitneyu(runs, reference, method="exact").pvalue < 1 - CONFIDENCE
+
+
 def iqm_and_mean(scores):
     return np.array([rly_metrics.aggregate_iqm(scores), rly_metrics.aggregate_mean(scores)])
 
@@ -172,9 +184,9 @@ def learning_statistics(finals, reference=REFERENCE, collapse=COLLAPSED):
         else:
             verdict = (
                 "learns like the reference"
-                if pi_low <= 0.5 <= pi_high
+                if not differs(finals[v], finals[reference], pi, pi_low, pi_high)
                 else "learns better than the reference"
-                if pi_low > 0.5
+                if pi > 0.5
                 else "learns worse than the reference"
             )
         rows.append(

@@ -868,3 +868,22 @@ def test_a_probability_of_improvement_whose_bootstrap_cannot_vary_says_why_inste
     assert improvement(*ties, "{:.2f}".format) == "0.50 (every pair of runs ties: no interval)"
     assert improvement(*one_way, "{:.2f}".format) == "1.00 (every pair of runs one way: no interval)"
     assert re.fullmatch(r"0\.\d\d \[0\.\d\d, [01]\.\d\d\]", improvement(*mixed, "{:.2f}".format))
+
+
+def test_runs_that_all_compare_one_way_differ_only_where_an_exact_rank_test_says_so():
+    """rliable's bootstrap gives 3 runs all above 3 of the reference's 1.00 [1.00, 1.00]: "better" with no evidence
+    (an exact Mann-Whitney test: p = 0.1). The verdict takes the exact test where the interval has no width."""
+    three = learning.learning_statistics({"jax_linen": [0.0, 0.5, 1.0], "jax_nnx": [2.0, 3.0, 4.0]}, collapse=None)
+    five = learning.learning_statistics(
+        {"jax_linen": [0.0, 0.5, 1.0, 1.5, 1.7], "jax_nnx": [2.0, 3.0, 4.0, 5.0, 6.0]}, collapse=None
+    )
+    worse = learning.learning_statistics(
+        {"jax_linen": [2.0, 3.0, 4.0, 5.0, 6.0], "jax_nnx": [0.0, 0.5, 1.0, 1.5, 1.7]}, collapse=None
+    )
+    tied = learning.learning_statistics({"jax_linen": [1.0] * 5, "jax_nnx": [1.0] * 5}, collapse=None)
+    nnx = lambda rows: next(r for r in rows if r["variant"] == "jax_nnx")  # noqa: E731
+    assert nnx(three)["prob_improvement_vs_jax_linen_ci_low"] == 1.0  # the interval of no width the test is about
+    assert nnx(three)["verdict"] == "learns like the reference"
+    assert nnx(five)["verdict"] == "learns better than the reference"
+    assert nnx(worse)["verdict"] == "learns worse than the reference"
+    assert nnx(tied)["verdict"] == "learns like the reference"
