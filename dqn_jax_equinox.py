@@ -146,9 +146,7 @@ def q_loss(q_network: QNetwork, batch: Transitions, target):
 
 
 # ---------------------------------------------------------------- update
-class TrainState(eqx.Module):
-    """Flax's TrainState for Equinox: params, a model (its own parameters); its optax optimizer (static) and state."""
-
+class TrainState(eqx.Module):  # Linen's TrainState in Equinox: params (a model), its optax optimizer (static) and state
     params: object
     tx: optax.GradientTransformation = eqx.field(static=True)
     opt_state: optax.OptState

@@ -174,9 +174,7 @@ def fill(buffer: Buffer) -> Buffer:
 
 
 # ---------------------------------------------------------------- losses
-class TrainState(eqx.Module):
-    """Flax's TrainState for Equinox: params, a model (its own parameters); its optax optimizer (static) and state."""
-
+class TrainState(eqx.Module):  # Linen's TrainState in Equinox: params (a model), its optax optimizer (static) and state
     params: object
     tx: optax.GradientTransformation = eqx.field(static=True)
     opt_state: optax.OptState

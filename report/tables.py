@@ -28,7 +28,7 @@ def with_interval(value, low, high, digits=3) -> str:
     return f"{fmt(value, digits)} [{fmt(low, digits)}, {fmt(high, digits)}]"
 
 
-def improvement(value, low, high, number=lambda x: fmt(x, 3)) -> str:
+def improvement(value, low, high, number) -> str:
     """A probability of improvement and its interval, each written by `number`. Where every pair of runs ties, or
     every pair compares one way, every bootstrap resample gives the same value: the interval has no width and says
     nothing of the uncertainty, so the cell says which it is in words instead."""
